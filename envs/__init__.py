@@ -1,0 +1,44 @@
+"""Simulation side of drl_ac: network specs, the batched engine and Gymnasium interfaces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+from envs.distributions import Distribution, make_distribution
+from envs.engine import CapacityError, Completions, QueueNetworkSim
+from envs.errors import SpecError
+from envs.reward import met_deadline, reward
+from envs.spec import NetworkSpec, StationSpec, available_scenarios, load_spec
+from envs.vector_env import AdmissionVectorEnv
+
+ENV_OPTIONS = ("horizon", "include_in_service", "capacity", "max_jobs", "exact_counterfactual")
+
+
+def make_vector(scenario: str | Path | NetworkSpec, num_envs: int, seed: int | None = None,
+                **overrides: Any) -> AdmissionVectorEnv:
+    """A vector environment of ``num_envs`` instances of a registered scenario or YAML file.
+
+    ``overrides`` may replace spec fields (d_ub, eps, lam, delay) and set environment
+    options (horizon, include_in_service, capacity, max_jobs, exact_counterfactual).
+    """
+    env_kwargs = {k: overrides.pop(k) for k in list(overrides) if k in ENV_OPTIONS}
+    lam = overrides.get("lam")
+    spec = load_spec(scenario, **overrides)
+    env = AdmissionVectorEnv(spec, num_envs, seed=seed, lam=None if lam == "auto" else lam, **env_kwargs)
+    env.reset(seed=seed)
+    return env
+
+
+_REGISTERED = {"PaperTandem": "paper_tandem", "PaperAcyclic": "paper_acyclic",
+               "Tandem": "tandem", "Acyclic": "acyclic"}
+for _name, _scenario in _REGISTERED.items():
+    if f"drl_ac/{_name}-v0" not in gym.registry:
+        gym.register(f"drl_ac/{_name}-v0", entry_point="envs.single_env:AdmissionEnv",
+                     kwargs={"scenario": _scenario})
+
+__all__ = ["AdmissionVectorEnv", "CapacityError", "Completions", "Distribution", "NetworkSpec",
+           "QueueNetworkSim", "SpecError", "StationSpec", "available_scenarios", "load_spec",
+           "make_distribution", "make_vector", "met_deadline", "reward"]

@@ -1,0 +1,400 @@
+"""Batched, job-tracking simulator of feed-forward networks of multi-server FCFS stations.
+
+B independent network instances advance in lockstep, one decision (network arrival)
+at a time. Between two arrivals each instance processes its own service completions in
+time order; all instances do so together, one event per instance per NumPy operation,
+so the hot path has no Python loop over instances or jobs.
+
+Design, and why it is exact:
+* The only events besides arrivals are service completions, one per busy server, so
+  the pending-event set of an instance is a fixed (S,) array of completion times
+  (S = total servers). The earliest is found with one argmin over (B, S).
+* Waiting jobs sit in one FIFO ring buffer per station. A job that arrives at a
+  station takes a free server if one exists, else joins the tail; a freed server takes
+  the head. Events of one instance are processed in time order, so a job that overtakes
+  another at a multi-server station also arrives (and is served) first downstream.
+* Every job's randomness (entry station, service time at every station, route) is drawn
+  when it arrives at the network, before the decision. The counterfactual of a rejected
+  job therefore replays exactly the service draws the real network would have used.
+* Jobs live in a table indexed by ``decision step % K``. If a slot is still occupied
+  when its turn comes again, K doubles (ids keep their order); memory is bounded by the
+  jobs present, never by the run length, and no job is ever dropped.
+
+Adding a station type (processor sharing, loss stations, redundancy): a station type
+owns how an arrival is placed (``_arrive``), what a completion frees (``_complete``) and
+its next event time (the server completion array). Jobs' per-station draws already live
+in the job table, so classes or replicas add columns there, not a new engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from envs.spec import NetworkSpec
+
+
+class CapacityError(RuntimeError):
+    """An instance holds more jobs than ``max_jobs``; raised instead of dropping any."""
+
+
+@dataclass
+class Completions:
+    """Outcomes that became known during one step, one row per decision.
+
+    ``delay`` uses the spec's delay measure; for a rejected job it is the counterfactual
+    delay, ``inf`` when the fast-forward stopped early because the deadline was already
+    missed. ``wait``/``service`` are (M, N) per-station times (NaN: not visited or rejected).
+    """
+
+    env: np.ndarray
+    step: np.ndarray
+    accepted: np.ndarray
+    delay: np.ndarray
+    sojourn: np.ndarray
+    arrival_time: np.ndarray
+    departure_time: np.ndarray
+    wait: np.ndarray
+    service: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.env.size)
+
+    def info(self) -> dict[str, np.ndarray]:
+        """The 1-D columns, as given to users in ``info["completed"]``."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name).ndim == 1}
+
+    @staticmethod
+    def concat(parts: list[Completions], num_stations: int) -> Completions:
+        if not parts:
+            empty = np.empty(0)
+            return Completions(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, bool),
+                               empty, empty, empty, empty, np.empty((0, num_stations)), np.empty((0, num_stations)))
+        return Completions(*(np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(Completions)))
+
+
+@dataclass
+class _Dynamics:
+    """The mutable state of some instances: servers, queues, and per-job timing.
+
+    A counterfactual works on a copy of these rows only (``take``); the job draws are
+    shared read-only with the real network.
+    """
+
+    server_done: np.ndarray  # (R, S) completion time, inf when idle
+    server_job: np.ndarray  # (R, S) id of the job in service, -1 when idle
+    q_buf: np.ndarray  # (R, N, Q) ring buffers of waiting job ids
+    q_head: np.ndarray  # (R, N)
+    q_len: np.ndarray  # (R, N)
+    since: np.ndarray  # (R, K) time the job arrived at its current station
+    wait_sum: np.ndarray  # (R, K) total wait so far
+
+    def take(self, rows: np.ndarray) -> _Dynamics:
+        return _Dynamics(*(getattr(self, f.name)[rows] for f in fields(self)))
+
+    def grow_queues(self) -> None:
+        """Double the ring buffers, unrolling each so that its head is at 0."""
+        q = self.q_buf.shape[2]
+        order = (self.q_head[:, :, None] + np.arange(q)) % q
+        buf = np.full(self.q_buf.shape[:2] + (2 * q,), -1, dtype=self.q_buf.dtype)
+        buf[:, :, :q] = np.take_along_axis(self.q_buf, order, axis=2)
+        self.q_buf = buf
+        self.q_head[:] = 0
+
+
+class QueueNetworkSim:
+    """B instances of one network, stepped from arrival to arrival.
+
+    Use: ``reset(seed)``; then repeatedly ``observe()``, decide, ``step(accept)``.
+    """
+
+    def __init__(self, spec: NetworkSpec, num_envs: int, seed: int | None = None,
+                 capacity: int = 64, max_jobs: int = 1 << 16, exact_counterfactual: bool = False):
+        if num_envs < 1:
+            raise ValueError(f"num_envs: must be >= 1, got {num_envs}. Fix: give a positive number of instances.")
+        self.spec = spec
+        self.B = int(num_envs)
+        self.N = spec.num_stations
+        self.server_station = np.repeat(np.arange(self.N), spec.servers)
+        self.station_first_server = np.concatenate([[0], np.cumsum(spec.servers)[:-1]])
+        self.S = int(self.server_station.size)
+        self.max_jobs = int(max_jobs)
+        self.exact_counterfactual = exact_counterfactual
+        self._initial_capacity = int(capacity)
+        routing = np.asarray(spec.routing)
+        self._route_cum = np.cumsum(routing, axis=1)
+        self._route_fixed = [int(np.argmax(r)) if r.max() == 1.0 else -1 for r in routing]
+        self._entry_cum = np.cumsum(spec.entry)
+        self._entry_fixed = int(np.argmax(spec.entry)) if max(spec.entry) == 1.0 else -1
+        self._all = np.arange(self.B)
+        self.reset(seed)
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def capacity(self) -> int:
+        """Current job-table size K per instance (grows on demand)."""
+        return self.job_id.shape[1]
+
+    def reset(self, seed: int | None = None) -> None:
+        """Empty network; the clock advances to the first arrival."""
+        if seed is not None or not hasattr(self, "rng"):
+            self.rng = np.random.default_rng(seed)
+        B, N, K, S = self.B, self.N, self._initial_capacity, self.S
+        self.state = _Dynamics(
+            server_done=np.full((B, S), np.inf), server_job=np.full((B, S), -1, np.int64),
+            q_buf=np.full((B, N, 16), -1, np.int64), q_head=np.zeros((B, N), np.int64),
+            q_len=np.zeros((B, N), np.int64), since=np.zeros((B, K)), wait_sum=np.zeros((B, K)))
+        self.job_id = np.tile(np.arange(K, dtype=np.int64) - K, (B, 1))
+        self.arrival_time = np.zeros((B, K))
+        self.entry = np.zeros((B, K), np.int64)
+        self.service = np.zeros((B, K, N))
+        self.route = np.zeros((B, K, N), np.int64)
+        self.wait = np.full((B, K, N), np.nan)
+        self.occupied = np.zeros((B, K), bool)
+        self.t = 0
+        self.now = self.spec.arrival.sample(self.rng, B)
+        self._new_arrival()
+
+    def observe(self, include_in_service: bool = False) -> np.ndarray:
+        """Jobs waiting (not in service) per station at the current arrival: the paper's state.
+
+        With ``include_in_service`` the busy-server counts per station follow, (B, 2N).
+        """
+        waiting = self.state.q_len.astype(np.float32)
+        if not include_in_service:
+            return waiting
+        busy = np.add.reduceat(np.isfinite(self.state.server_done), self.station_first_server, axis=1)
+        return np.concatenate([waiting, busy.astype(np.float32)], axis=1)
+
+    def jobs_in_system(self) -> np.ndarray:
+        """(B,) number of admitted jobs still in the network."""
+        return self.occupied.sum(1)
+
+    def step(self, accept: np.ndarray) -> Completions:
+        """Apply the decisions for the current arrivals, then advance every instance to its
+        next arrival. Returns the outcomes that became known: the counterfactuals of the
+        jobs rejected now and the departures of earlier accepted jobs."""
+        accept = np.asarray(accept).astype(bool).reshape(self.B)
+        parts: list[Completions] = []
+        rejected = np.flatnonzero(~accept)
+        if rejected.size:
+            parts.append(self.counterfactual(rejected))
+        admitted = np.flatnonzero(accept)
+        if admitted.size:
+            slot = self.t % self.capacity
+            self.occupied[admitted, slot] = True
+            self.state.wait_sum[admitted, slot] = 0.0
+            self._arrive(self.state, self._all, admitted, np.full(admitted.size, self.t),
+                         self.entry[admitted, slot], self.now[admitted])
+        next_arrival = self.now + self.spec.arrival.sample(self.rng, self.B)
+        self._run(self.state, self._all, next_arrival, self._depart(parts))
+        self.now = next_arrival
+        self.t += 1
+        self._new_arrival()
+        return Completions.concat(parts, self.N)
+
+    def drain(self) -> Completions:
+        """Serve every job in the network with no further arrivals (for tests and evaluation)."""
+        parts: list[Completions] = []
+        self._run(self.state, self._all, np.full(self.B, np.inf), self._depart(parts))
+        return Completions.concat(parts, self.N)
+
+    def counterfactual(self, rows: np.ndarray) -> Completions:
+        """Fast-forward (the paper's simulated environment): for the instances ``rows``, the
+        delay the current job would have had if admitted now with no further arrivals.
+
+        Works on a copy of those rows' servers and queues only; stops an instance as soon as
+        the deadline is known to be missed (delay reported as inf) unless the simulator was
+        built with ``exact_counterfactual=True``.
+        """
+        rows = np.asarray(rows, np.int64)
+        R, slot, t = rows.size, self.t % self.capacity, self.t
+        local = np.arange(R)
+        clone = self.state.take(rows)
+        clone.wait_sum[local, slot] = 0.0
+        start = self.now[rows]
+        if self.exact_counterfactual:
+            horizon = np.full(R, np.inf)
+        else:
+            horizon = start + self.spec.d_ub + self._delay_offset(rows, slot)
+        done = np.full(R, np.inf)
+        delay = np.full(R, np.inf)
+
+        def on_exit(r: np.ndarray, jid: np.ndarray, n: np.ndarray, when: np.ndarray) -> np.ndarray:
+            mine = jid == t
+            r, n, when = r[mine], n[mine], when[mine]
+            done[r] = when
+            delay[r] = self._delay(clone.wait_sum[r, slot], when - start[r], rows[r], slot, n)
+            return mine
+
+        self._arrive(clone, rows, local, np.full(R, t), self.entry[rows, slot], start)
+        self._run(clone, rows, horizon, on_exit)
+        nan = np.full((R, self.N), np.nan)
+        return Completions(rows.copy(), np.full(R, t, np.int64), np.zeros(R, bool), delay,
+                           done - start, start.copy(), done, nan, nan.copy())
+
+    # ------------------------------------------------------------------ internals
+    def _delay(self, wait_sum, sojourn, inst, slot, last_station):
+        if self.spec.delay == "paper":
+            return wait_sum + self.service[inst, slot, last_station]
+        return sojourn
+
+    def _delay_offset(self, rows: np.ndarray, slot: int) -> np.ndarray:
+        """sojourn - delay for the current job: its service at every visited station but
+        the last under the paper measure (known from its draws), else 0."""
+        offset = np.zeros(rows.size)
+        if self.spec.delay != "paper":
+            return offset
+        n = self.entry[rows, slot]
+        active = np.ones(rows.size, bool)
+        for _ in range(self.N):
+            nxt = self.route[rows, slot, np.minimum(n, self.N - 1)]
+            inner = active & (nxt < self.N)
+            offset[inner] += self.service[rows[inner], slot, n[inner]]
+            active = inner
+            n = np.where(inner, nxt, n)
+        return offset
+
+    def _new_arrival(self) -> None:
+        """Make room for and draw the attributes of the job arriving now in every instance."""
+        while self.occupied[:, self.t % self.capacity].any():
+            self._grow_jobs()
+        B, N, slot, rng = self.B, self.N, self.t % self.capacity, self.rng
+        self.job_id[:, slot] = self.t
+        self.arrival_time[:, slot] = self.now
+        self.wait[:, slot] = np.nan
+        self.entry[:, slot] = (self._entry_fixed if self._entry_fixed >= 0
+                               else np.searchsorted(self._entry_cum, rng.random(B), side="right"))
+        for n, st in enumerate(self.spec.stations):
+            self.service[:, slot, n] = st.service.sample(rng, B)
+            fixed = self._route_fixed[n]
+            self.route[:, slot, n] = (fixed if fixed >= 0 else
+                                      np.minimum(np.searchsorted(self._route_cum[n], rng.random(B), side="right"), N))
+
+    def _grow_jobs(self) -> None:
+        old = self.capacity
+        new = 2 * old
+        if new > self.max_jobs:
+            worst = int(np.argmax(self.occupied.sum(1)))
+            raise CapacityError(
+                f"instance {worst} holds {int(self.occupied[worst].sum())} jobs (oldest admitted "
+                f"{old} decisions ago) and the job table may not grow past max_jobs={self.max_jobs}. "
+                "Fix: the network is probably unstable under this policy (reject more, or check the "
+                "spec's loads with spec.utilization()); or raise max_jobs.")
+        pos = self.job_id % new  # distinct within an instance, since old slots are distinct mod old
+
+        def remap(a: np.ndarray, fill) -> np.ndarray:
+            out = np.full((a.shape[0], new) + a.shape[2:], fill, dtype=a.dtype)
+            idx = pos.reshape(pos.shape + (1,) * (a.ndim - 2))
+            np.put_along_axis(out, np.broadcast_to(idx, a.shape), a, axis=1)
+            return out
+
+        ids = remap(self.job_id, 0)
+        # Slots no old job maps to get ids that are congruent to them and in the past.
+        unused = ~remap(np.ones_like(self.occupied), False)
+        ids[unused] = (np.arange(new) - 2 * new)[np.nonzero(unused)[1]]
+        self.job_id = ids
+        self.arrival_time = remap(self.arrival_time, 0.0)
+        self.entry = remap(self.entry, 0)
+        self.service = remap(self.service, 0.0)
+        self.route = remap(self.route, 0)
+        self.wait = remap(self.wait, np.nan)
+        self.occupied = remap(self.occupied, False)
+        self.state.since = remap(self.state.since, 0.0)
+        self.state.wait_sum = remap(self.state.wait_sum, 0.0)
+
+    def _run(self, st: _Dynamics, inst: np.ndarray, horizon: np.ndarray, on_exit) -> None:
+        """Process, per row and in time order, every service completion at time <= horizon.
+
+        ``on_exit(rows, job_ids, last_station, time)`` is told of jobs leaving the network
+        and returns a mask of rows to stop (or None).
+        """
+        first = st.server_done.min(1)
+        rows = np.flatnonzero((first <= horizon) & np.isfinite(first))
+        while rows.size:
+            done = st.server_done[rows]
+            srv = done.argmin(1)
+            when = done[np.arange(rows.size), srv]
+            due = (when <= horizon[rows]) & np.isfinite(when)
+            if not due.all():
+                rows, srv, when = rows[due], srv[due], when[due]
+                if not rows.size:
+                    break
+            stopped = self._complete(st, inst, rows, srv, when, on_exit)
+            if stopped is not None and stopped.size:
+                rows = np.setdiff1d(rows, stopped, assume_unique=True)
+
+    def _complete(self, st, inst, rows, srv, when, on_exit):
+        K = self.capacity
+        jid = st.server_job[rows, srv]
+        slot = jid % K
+        n = self.server_station[srv]
+        nxt = self.route[inst[rows], slot, n]
+        st.server_done[rows, srv] = np.inf
+        st.server_job[rows, srv] = -1
+        queued = st.q_len[rows, n] > 0
+        if queued.any():
+            r2, n2 = rows[queued], n[queued]
+            self._start(st, inst, r2, srv[queued], self._pop(st, r2, n2), n2, when[queued])
+        moving = nxt < self.N
+        if moving.any():
+            self._arrive(st, inst, rows[moving], jid[moving], nxt[moving], when[moving])
+        leaving = ~moving
+        if leaving.any():
+            r3 = rows[leaving]
+            stop = on_exit(r3, jid[leaving], n[leaving], when[leaving])
+            if stop is not None:
+                return r3[stop]
+        return None
+
+    def _start(self, st, inst, rows, srv, jid, n, when) -> None:
+        slot = jid % self.capacity
+        ir = inst[rows]
+        w = when - st.since[rows, slot]
+        st.wait_sum[rows, slot] += w
+        if st is self.state:
+            self.wait[ir, slot, n] = w
+        st.server_done[rows, srv] = when + self.service[ir, slot, n]
+        st.server_job[rows, srv] = jid
+
+    def _arrive(self, st, inst, rows, jid, n, when) -> None:
+        st.since[rows, jid % self.capacity] = when
+        free = np.isinf(st.server_done[rows]) & (self.server_station == n[:, None])
+        has_free = free.any(1)
+        if has_free.any():
+            self._start(st, inst, rows[has_free], free[has_free].argmax(1), jid[has_free], n[has_free], when[has_free])
+        if not has_free.all():
+            wait = ~has_free
+            self._push(st, rows[wait], n[wait], jid[wait])
+
+    @staticmethod
+    def _push(st: _Dynamics, rows, n, jid) -> None:
+        if (st.q_len[rows, n] >= st.q_buf.shape[2]).any():
+            st.grow_queues()
+        q = st.q_buf.shape[2]
+        st.q_buf[rows, n, (st.q_head[rows, n] + st.q_len[rows, n]) % q] = jid
+        st.q_len[rows, n] += 1
+
+    @staticmethod
+    def _pop(st: _Dynamics, rows, n) -> np.ndarray:
+        head = st.q_head[rows, n]
+        jid = st.q_buf[rows, n, head]
+        st.q_head[rows, n] = (head + 1) % st.q_buf.shape[2]
+        st.q_len[rows, n] -= 1
+        return jid
+
+    def _depart(self, parts: list[Completions]):
+        """An exit handler for the real network: record the outcome and free the slot."""
+        def on_exit(rows, jid, n, when):
+            slot = jid % self.capacity
+            arrived = self.arrival_time[rows, slot]
+            sojourn = when - arrived
+            delay = self._delay(self.state.wait_sum[rows, slot], sojourn, rows, slot, n)
+            wait = self.wait[rows, slot]
+            service = np.where(np.isnan(wait), np.nan, self.service[rows, slot])
+            parts.append(Completions(rows, jid, np.ones(rows.size, bool), delay, sojourn, arrived,
+                                     when, wait, service))
+            self.occupied[rows, slot] = False
+            return None
+        return on_exit

@@ -1,0 +1,22 @@
+import numpy as np
+import pytest
+
+from envs import NetworkSpec
+from envs.distributions import Deterministic, Exponential
+
+
+def set_current_service(sim, *per_station):
+    """Overwrite the service draws of the job arriving now (all instances)."""
+    sim.service[:, sim.t % sim.capacity, :] = np.asarray(per_station, dtype=float)
+
+
+@pytest.fixture
+def overtaking_spec():
+    """Two stations: s1 has 2 servers (so jobs overtake), s2 has 1; arrivals every 1.0."""
+    return NetworkSpec.tandem([2, 1], [Deterministic(1.0), Deterministic(2.0)], Deterministic(1.0),
+                              d_ub=5.0, eps=0.1, lam=1.0)
+
+
+@pytest.fixture
+def mm1_spec():
+    return NetworkSpec.tandem([1], [Exponential(1.0)], Exponential(1 / 0.7), d_ub=10.0, eps=0.1)

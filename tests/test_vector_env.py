@@ -1,0 +1,69 @@
+"""The Gymnasium interfaces."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import envs
+from envs.reward import reward
+
+
+def test_vector_env_contract():
+    env = envs.make_vector("paper_tandem", 8, seed=0)
+    assert isinstance(env, gym.vector.VectorEnv)
+    obs, info = env.reset(seed=0)
+    assert obs.shape == (8, 3) and obs.dtype == np.float32
+    seen_steps = set()
+    for t in range(200):
+        action = np.where(np.arange(8) % 2 == 0, 1, 0)
+        obs, rew, term, trunc, info = env.step(action)
+        c = info["completed"]
+        assert {"env", "step", "accepted", "delay"} <= c.keys()
+        assert len({v.shape for v in c.values()}) == 1 and all(v.ndim == 1 for v in c.values())
+        # rejected decisions (odd instances) are known in the same step
+        rejected_now = c["step"][~c["accepted"]]
+        assert (rejected_now == t).all() and (~c["accepted"]).sum() == 4
+        assert (c["accepted"] == (c["env"] % 2 == 0)).all()
+        met = c["delay"] < env.spec.d_ub
+        r = reward(c["accepted"], met, env.lam, env.spec.eps)
+        np.testing.assert_allclose(rew, np.bincount(c["env"], weights=r, minlength=8))
+        seen_steps.update(zip(c["env"].tolist(), c["step"].tolist(), strict=True))
+        assert not term.any() and not trunc.any()
+    assert len(seen_steps) > 0.9 * 8 * 200  # each decision reported once
+
+
+def test_horizon_truncates_and_next_step_resets():
+    env = envs.make_vector("paper_tandem", 4, seed=1, horizon=5)
+    env.reset(seed=1)
+    for _ in range(4):
+        assert not env.step(np.ones(4, int))[3].any()
+    assert env.step(np.ones(4, int))[3].all()
+    obs, rew, *_ = env.step(np.ones(4, int))
+    assert (obs == 0).all() and (rew == 0).all()
+
+
+def test_bad_actions_are_rejected():
+    env = envs.make_vector("paper_tandem", 4, seed=1)
+    with pytest.raises(ValueError, match="actions"):
+        env.step(np.array([1, 2, 0, 1]))
+
+
+def test_reward_table_eq7():
+    acc = np.array([1, 1, 0, 0])
+    met = np.array([1, 0, 1, 0])
+    np.testing.assert_allclose(reward(acc, met, 8.0, 0.1), [0.8, -7.2, -1.0, 0.0])
+
+
+@pytest.mark.parametrize("env_id", ["drl_ac/PaperTandem-v0", "drl_ac/PaperAcyclic-v0",
+                                    "drl_ac/Tandem-v0", "drl_ac/Acyclic-v0"])
+def test_registered_single_env_passes_gymnasium_checker(env_id):
+    env = gym.make(env_id)
+    check_env(env.unwrapped)
+    obs, _ = env.reset(seed=3)
+    assert env.observation_space.contains(obs)
+    total = 0.0
+    for _ in range(50):
+        obs, r, term, trunc, info = env.step(1)
+        total += r
+    assert not term
