@@ -1,0 +1,155 @@
+"""Checkpoints: atomic writes, safe loading, exported greedy policies.
+
+Two kinds of file, both read with ``torch.load(weights_only=True)`` (tensors and plain
+containers only; nothing in a file can run code):
+* ``policy.pt`` (``format: drl_ac.policy``): the Q-network weights with the scenario,
+  settings, evaluation and versions. ``load_policy`` turns it into a callable.
+* ``checkpoint.pt`` (``format: drl_ac.checkpoint``): everything a run needs to continue
+  exactly: the policy section plus optimizer, rbar, multiplier, exploration, step count,
+  replay, delayed-completion store, simulator state and all RNG states.
+NumPy arrays are stored as tensors and turned back on load.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import platform
+import tempfile
+import warnings
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from drl_ac.qnet import GreedyPolicy, QNetwork
+
+POLICY_FORMAT = "drl_ac.policy"
+CHECKPOINT_FORMAT = "drl_ac.checkpoint"
+FORMAT_VERSION = 1
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint file is missing, corrupt, truncated or from an incompatible version."""
+
+
+def versions() -> dict[str, str]:
+    import gymnasium
+
+    from drl_ac import __version__
+    return {"drl_ac": __version__, "torch": torch.__version__, "numpy": np.__version__,
+            "gymnasium": gymnasium.__version__, "python": platform.python_version()}
+
+
+def to_tensors(obj: Any) -> Any:
+    """NumPy arrays -> tensors, recursively (so the file loads with weights_only=True)."""
+    if isinstance(obj, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(obj))
+    if isinstance(obj, dict):
+        return {k: to_tensors(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_tensors(v) for v in obj)
+    return obj
+
+
+def to_arrays(obj: Any) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.numpy()
+    if isinstance(obj, dict):
+        return {k: to_arrays(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_arrays(v) for v in obj)
+    return obj
+
+
+def save_atomic(obj: dict, path: str | Path) -> Path:
+    """Write to a temporary file in the same folder, fsync, then rename over ``path``:
+    a crash mid-write never leaves a half-written checkpoint in place of a good one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load_file(path: str | Path, expected: tuple[str, ...] = (POLICY_FORMAT, CHECKPOINT_FORMAT)) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such file. Fix: give the path of a policy.pt or checkpoint.pt "
+                              "written by experiments/train.py.")
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, zipfile.BadZipFile, EOFError, RuntimeError, ValueError, KeyError,
+            AttributeError, OSError) as exc:
+        raise CheckpointError(f"{path}: not a readable drl_ac checkpoint (corrupt, truncated or not written by "
+                              f"drl_ac: {type(exc).__name__}: {str(exc)[:200]}). Fix: use another checkpoint, "
+                              "or retrain.") from None
+    if not isinstance(obj, dict) or obj.get("format") not in expected:
+        found = obj.get("format") if isinstance(obj, dict) else type(obj).__name__
+        raise CheckpointError(f"{path}: format {found!r}, expected one of {expected}. "
+                              "Fix: give a file written by drl_ac's train.py.")
+    if obj.get("version") != FORMAT_VERSION:
+        raise CheckpointError(f"{path}: format version {obj.get('version')}, this drl_ac reads {FORMAT_VERSION}. "
+                              "Fix: load it with the drl_ac version that wrote it "
+                              f"({obj.get('versions', {}).get('drl_ac', 'unknown')}) or retrain.")
+    return obj
+
+
+def policy_section(obj: dict) -> dict:
+    return obj["policy"] if obj["format"] == CHECKPOINT_FORMAT else obj
+
+
+def build_qnet(section: dict) -> QNetwork:
+    try:
+        net = QNetwork(int(section["obs_dim"]), section["scale"], tuple(section["hidden"]))
+        net.load_state_dict(section["state_dict"])
+    except (KeyError, RuntimeError, TypeError) as exc:
+        raise CheckpointError(f"policy weights do not match the stored network shape ({exc}). "
+                              "Fix: the file is damaged or from an incompatible version; retrain.") from None
+    return net.eval()
+
+
+class LoadedPolicy:
+    """Greedy policy from a file: ``policy(obs)`` maps (B, N) observations to (B,) actions in {0, 1}."""
+
+    def __init__(self, section: dict):
+        self.metadata = {k: v for k, v in section.items() if k != "state_dict"}
+        self.obs_dim = int(section["obs_dim"])
+        self.include_in_service = bool(section.get("include_in_service", False))
+        self.module = GreedyPolicy(build_qnet(section))
+
+    @torch.no_grad()
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        obs = np.asarray(obs, np.float32)
+        if obs.ndim != 2 or obs.shape[1] != self.obs_dim:
+            raise ValueError(f"obs: expected shape (B, {self.obs_dim}), got {obs.shape}. Fix: pass the queue "
+                             "lengths of the network this policy was trained on.")
+        return self.module(torch.from_numpy(obs)).numpy()
+
+
+def load_policy(path: str | Path) -> LoadedPolicy:
+    """A greedy policy from ``policy.pt`` or a training ``checkpoint.pt``."""
+    return LoadedPolicy(policy_section(load_file(path)))
+
+
+def export_torchscript(section: dict, path: str | Path) -> Path:
+    """A TorchScript file usable without this project: ``torch.jit.load(p)(obs_tensor) -> actions``."""
+    module = GreedyPolicy(build_qnet(section))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        scripted = torch.jit.script(module)
+    path = Path(path)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    scripted.save(str(tmp))
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,62 @@
+"""Uniform replay of completed experiences, as torch tensors on the training device.
+
+It keeps outcomes (action, deadline met), not rewards: the reward is computed from the
+current multiplier when a batch is drawn, so a change of lam applies to all experience.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from drl_ac.store import Experiences
+
+FIELDS = ("obs", "action", "next_obs", "greedy", "met")
+
+
+class ReplayBuffer:
+    def __init__(self, capacity: int, obs_dim: int, device: torch.device, seed: int = 0):
+        self.capacity = int(capacity)
+        self.device = device
+        self.obs = torch.zeros((capacity, obs_dim), device=device)
+        self.next_obs = torch.zeros((capacity, obs_dim), device=device)
+        self.action = torch.zeros(capacity, dtype=torch.long, device=device)
+        self.greedy = torch.zeros(capacity, dtype=torch.bool, device=device)
+        self.met = torch.zeros(capacity, dtype=torch.bool, device=device)
+        self.size = 0
+        self.pos = 0
+        self.generator = torch.Generator(device=device)
+        self.generator.manual_seed(seed)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add(self, exp: Experiences) -> None:
+        m = len(exp)
+        if m == 0:
+            return
+        if m > self.capacity:  # keep the newest
+            exp = Experiences(*(getattr(exp, f)[-self.capacity:] for f in FIELDS))
+            m = self.capacity
+        idx = torch.arange(self.pos, self.pos + m, device=self.device) % self.capacity
+        for name in FIELDS:
+            getattr(self, name)[idx] = torch.as_tensor(np.asarray(getattr(exp, name)), device=self.device).to(
+                getattr(self, name).dtype)
+        self.pos = (self.pos + m) % self.capacity
+        self.size = min(self.size + m, self.capacity)
+
+    def sample(self, batch_size: int) -> dict[str, torch.Tensor]:
+        idx = torch.randint(0, self.size, (batch_size,), device=self.device, generator=self.generator)
+        return {name: getattr(self, name)[idx] for name in FIELDS}
+
+    def state_dict(self) -> dict:
+        n = self.size
+        return {"size": n, "pos": self.pos, "rng": self.generator.get_state(),
+                **{name: getattr(self, name)[:n].cpu() for name in FIELDS}}
+
+    def load_state_dict(self, state: dict) -> None:
+        n = int(state["size"])
+        for name in FIELDS:
+            getattr(self, name)[:n] = state[name].to(self.device)
+        self.size, self.pos = n, int(state["pos"])
+        self.generator.set_state(state["rng"])

@@ -1,0 +1,98 @@
+"""Progress statistics and optional Weights & Biases logging.
+
+W&B is off unless asked for; when asked, it runs offline unless credentials are present
+(or WANDB_MODE says otherwise), so nothing needs a network or an account by default.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from drl_ac.store import Experiences
+
+
+class RunningStats:
+    """Exponentially weighted counts of recent outcomes, with a half-life in decisions."""
+
+    KEYS = ("rows", "accepted", "violations", "unnecessary", "greedy_accepted", "greedy_violations")
+
+    def __init__(self, half_life: float = 100_000.0):
+        self.half_life = half_life
+        self.counts = dict.fromkeys(self.KEYS, 0.0)
+
+    def update(self, exp: Experiences) -> None:
+        decay = 0.5 ** (len(exp) / self.half_life)
+        acc = exp.action == 1
+        miss = ~exp.met
+        new = {"rows": len(exp), "accepted": acc.sum(), "violations": (acc & miss).sum(),
+               "unnecessary": (~acc & exp.met).sum(), "greedy_accepted": (acc & exp.greedy).sum(),
+               "greedy_violations": (acc & miss & exp.greedy).sum()}
+        for k in self.KEYS:
+            self.counts[k] = self.counts[k] * decay + float(new[k])
+
+    @staticmethod
+    def _ratio(a: float, b: float) -> float:
+        return a / b if b > 0 else math.nan
+
+    @property
+    def violation(self) -> float:
+        return self._ratio(self.counts["violations"], self.counts["accepted"])
+
+    @property
+    def greedy_violation(self) -> float:
+        """Violation among greedy decisions only: exploration does not count against the constraint."""
+        return self._ratio(self.counts["greedy_violations"], self.counts["greedy_accepted"])
+
+    @property
+    def acceptance(self) -> float:
+        return self._ratio(self.counts["accepted"], self.counts["rows"])
+
+    @property
+    def objective(self) -> float:
+        return self._ratio(self.counts["unnecessary"], self.counts["rows"])
+
+    def state_dict(self) -> dict:
+        return dict(self.counts)
+
+    def load_state_dict(self, state: dict) -> None:
+        self.counts = {k: float(state[k]) for k in self.KEYS}
+
+
+class WandbLogger:
+    """Logs dictionaries to W&B; a no-op when disabled."""
+
+    def __init__(self, enabled: bool, config: dict[str, Any], project: str = "drl_ac",
+                 group: str | None = None, name: str | None = None, directory: str | Path | None = None):
+        self.run = None
+        if not enabled:
+            return
+        try:
+            import wandb
+        except ImportError as exc:  # pragma: no cover - wandb is a dependency
+            raise RuntimeError("--wandb needs the wandb package. Fix: pip install wandb") from exc
+        mode = os.environ.get("WANDB_MODE") or ("online" if has_wandb_credentials() else "offline")
+        self.run = wandb.init(project=project, group=group, name=name, config=config, mode=mode,
+                              dir=str(directory) if directory else None, reinit="finish_previous")
+
+    def log(self, values: dict[str, float], step: int) -> None:
+        if self.run is not None:
+            self.run.log({k: v for k, v in values.items() if isinstance(v, (int, float)) and np.isfinite(v)},
+                         step=step)
+
+    def finish(self, summary: dict[str, Any] | None = None) -> None:
+        if self.run is not None:
+            if summary:
+                self.run.summary.update({k: v for k, v in summary.items() if isinstance(v, (int, float))})
+            self.run.finish()
+
+
+def has_wandb_credentials() -> bool:
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    netrc = Path.home() / ".netrc"
+    return netrc.is_file() and "api.wandb.ai" in netrc.read_text(errors="ignore")

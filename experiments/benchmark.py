@@ -1,0 +1,94 @@
+"""Speed and memory of the simulator (and, with the learner, of training).
+
+Prints job-tracked decisions (network arrivals) per second and peak memory for
+`paper_tandem` under accept-all and a threshold rule at several batch sizes, the
+counterfactual's cost separately, and ratios against B = 1 measured in the same process.
+
+    python experiments/benchmark.py [--sizes 1 256 4096 16384] [--decisions 400000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import tracemalloc
+
+import numpy as np
+
+from envs import QueueNetworkSim, load_spec
+
+
+def accept_all(obs: np.ndarray) -> np.ndarray:
+    return np.ones(obs.shape[0], bool)
+
+
+def threshold(obs: np.ndarray, k: int = 9) -> np.ndarray:
+    return obs.sum(1) < k
+
+
+def peak_memory_mb(spec, policy, num_envs: int, warmup_steps: int = 200, traced_steps: int = 20) -> float:
+    """Peak traced memory (MB) from building the simulator through a warm-up and some steps.
+
+    Measured in a separate run: tracing every allocation slows NumPy several fold."""
+    tracemalloc.start()
+    sim = QueueNetworkSim(spec, num_envs, seed=1)
+    for _ in range(warmup_steps + traced_steps):
+        sim.step(policy(sim.observe()))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak / 2**20
+
+
+def measure(spec, policy, num_envs: int, decisions: int, warmup_steps: int = 200, seed: int = 0) -> dict:
+    """Decisions per second after a warm-up, and time spent in counterfactuals."""
+    sim = QueueNetworkSim(spec, num_envs, seed=seed)
+    cf_time = [0.0, 0]
+    inner = sim.counterfactual
+
+    def timed_counterfactual(rows):
+        t0 = time.perf_counter()
+        out = inner(rows)
+        cf_time[0] += time.perf_counter() - t0
+        cf_time[1] += rows.size
+        return out
+
+    sim.counterfactual = timed_counterfactual
+    for _ in range(warmup_steps):
+        sim.step(policy(sim.observe()))
+    cf_time[:] = [0.0, 0]
+    steps = max(1, decisions // num_envs)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        sim.step(policy(sim.observe()))
+    elapsed = time.perf_counter() - t0
+    return {"B": num_envs, "decisions_per_s": steps * num_envs / elapsed,
+            "peak_mb": peak_memory_mb(spec, policy, num_envs, warmup_steps),
+            "cf_share": cf_time[0] / elapsed, "cf_per_s": cf_time[1] / cf_time[0] if cf_time[0] else 0.0,
+            "rejected": cf_time[1] / (steps * num_envs), "capacity": sim.capacity}
+
+
+def simulator_table(sizes: list[int], decisions: int) -> None:
+    spec = load_spec("paper_tandem")
+    print(f"simulator: paper_tandem, {decisions} decisions per row after 200 warm-up steps")
+    print(f"{'policy':<14}{'B':>7}{'decisions/s':>14}{'x B=1':>8}{'peak MB':>9}{'rejected':>10}"
+          f"{'cf time':>9}{'cf/s':>11}{'K':>6}")
+    for name, policy in (("accept-all", accept_all), ("threshold k=9", threshold)):
+        base = None
+        for b in sizes:
+            r = measure(spec, policy, b, decisions if b > 1 else min(decisions, 20000))
+            base = base or (r["decisions_per_s"] if b == 1 else None)
+            ratio = r["decisions_per_s"] / base if base else float("nan")
+            print(f"{name:<14}{b:>7}{r['decisions_per_s']:>14,.0f}{ratio:>8.1f}{r['peak_mb']:>9.1f}"
+                  f"{r['rejected']:>10.3f}{r['cf_share']:>9.0%}{r['cf_per_s']:>11,.0f}{r['capacity']:>6}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 256, 4096, 16384])
+    parser.add_argument("--decisions", type=int, default=400_000)
+    args = parser.parse_args()
+    simulator_table(args.sizes, args.decisions)
+
+
+if __name__ == "__main__":
+    main()
