@@ -39,8 +39,8 @@ def versions() -> dict[str, str]:
     import gymnasium
 
     from drl_ac import __version__
-    return {"drl_ac": __version__, "torch": torch.__version__, "numpy": np.__version__,
-            "gymnasium": gymnasium.__version__, "python": platform.python_version()}
+    return {"drl_ac": __version__, "torch": str(torch.__version__), "numpy": str(np.__version__),
+            "gymnasium": str(gymnasium.__version__), "python": platform.python_version()}
 
 
 def to_tensors(obj: Any) -> Any:
@@ -75,6 +75,7 @@ def save_atomic(obj: dict, path: str | Path) -> Path:
             torch.save(obj, f)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -35,7 +35,7 @@ from envs import AdmissionVectorEnv, NetworkSpec, load_spec
 class TrainConfig:
     scenario: str = "paper_tandem"
     steps: int = 6_000_000  # decisions (arrivals) summed over all instances
-    num_envs: int = 512
+    num_envs: int = 2048
     lam: float | str | None = None  # None: the scenario's (auto when it fixes none); "auto"; or a number
     eps: float | None = None
     d_ub: float | None = None

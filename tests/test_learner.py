@@ -1,0 +1,69 @@
+"""Differential Q-learning: the TD update by hand, and rbar converging to a known gain."""
+
+import numpy as np
+import pytest
+import torch
+
+from drl_ac.learner import DifferentialQLearner, LearnerConfig
+
+
+def linear_learner(b0, b1, **kw):
+    cfg = LearnerConfig(hidden=(), lr=0.01, beta=0.1, batch_size=1, target_every=10**9, **kw)
+    learner = DifferentialQLearner(1, torch.ones(1), cfg, torch.device("cpu"))
+    with torch.no_grad():
+        for net in (learner.q, learner.target):
+            net.body[0].weight.zero_()
+            net.body[0].bias.copy_(torch.tensor([b0, b1]))
+    return learner
+
+
+def batch(action, met, greedy=True):
+    return {"obs": torch.zeros(1, 1), "next_obs": torch.zeros(1, 1), "action": torch.tensor([action]),
+            "met": torch.tensor([met]), "greedy": torch.tensor([greedy])}
+
+
+def test_td_update_by_hand():
+    # Q(s, .) = (0.5, 2.0) everywhere; accept and meet: r = eps*lam = 0.1*8 = 0.8, rbar = 0.
+    # delta = 0.8 - 0 + max(0.5, 2.0) - Q(s, accept)=2.0 = 0.8
+    learner = linear_learner(0.5, 2.0)
+    learner.update(batch(1, True), lam=8.0, eps=0.1)
+    assert float(learner.rbar) == pytest.approx(0.1 * 0.8)  # beta * delta (greedy experience)
+    b = learner.q.body[0].bias.detach()
+    # Adam's first step moves a parameter by lr * sign(gradient): Q(s, accept) up, Q(s, reject) untouched
+    assert b[1].item() == pytest.approx(2.0 + 0.01, abs=1e-6)
+    assert b[0].item() == pytest.approx(0.5, abs=1e-7)
+
+
+def test_rbar_update_only_from_greedy_experiences_unless_differential():
+    # reject and meet: r = -1, delta = -1 + 2.0 - 0.5 = 0.5
+    paper = linear_learner(0.5, 2.0)
+    paper.update(batch(0, True, greedy=False), lam=8.0, eps=0.1)
+    assert float(paper.rbar) == 0.0
+    diff = linear_learner(0.5, 2.0, rbar_update="differential")
+    diff.update(batch(0, True, greedy=False), lam=8.0, eps=0.1)
+    assert float(diff.rbar) == pytest.approx(0.1 * 0.5)
+
+
+def test_rbar_converges_to_gain_of_small_mdp():
+    """Two states. In s0 accepting meets the deadline (r = eps*lam = 0.4) and leads to s1;
+    rejecting there is an unnecessary rejection (r = -1) and stays in s0. In s1 accepting
+    misses (r = -(1-eps)*lam = -3.6), rejecting is free (r = 0); both lead to s0.
+    The optimal policy alternates accept / reject: gain (0.4 + 0) / 2 = 0.2."""
+    lam, eps = 4.0, 0.1
+    cfg = LearnerConfig(hidden=(16,), lr=3e-3, beta=0.02, batch_size=64, target_every=50)
+    torch.manual_seed(0)
+    learner = DifferentialQLearner(1, torch.ones(1), cfg, torch.device("cpu"))
+    rng = np.random.default_rng(0)
+    s = np.zeros(64, dtype=np.float32)
+    for _ in range(3000):
+        obs = torch.from_numpy(s[:, None])
+        greedy_a = learner.greedy_actions(obs).numpy()
+        a = np.where(rng.random(64) < 0.2, rng.integers(0, 2, 64), greedy_a)
+        met = s == 0
+        nxt = np.where((s == 0) & (a == 1), 1.0, 0.0).astype(np.float32)
+        learner.update({"obs": obs, "next_obs": torch.from_numpy(nxt[:, None]), "action": torch.from_numpy(a),
+                        "met": torch.from_numpy(met), "greedy": torch.from_numpy(a == greedy_a)}, lam, eps)
+        s = nxt
+    assert float(learner.rbar) == pytest.approx(0.2, abs=0.03)
+    policy = learner.greedy_actions(torch.tensor([[0.0], [1.0]])).tolist()
+    assert policy == [1, 0]

@@ -1,0 +1,135 @@
+"""Training end to end on a tiny network, checkpoints, resume, and the entry points."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from drl_ac import CheckpointError, TrainConfig, Trainer, load_policy
+from drl_ac.learner import LearnerConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+
+MM1 = {"name": "mm1", "arrival": {"dist": "exponential", "rate": 0.9},
+       "stations": [{"name": "s", "servers": 1, "service": {"dist": "exponential", "mean": 1.0}}],
+       "d_ub": 5.0, "eps": 0.1, "lam": 2.0, "delay": "sojourn"}
+
+
+@pytest.fixture
+def mm1_yaml(tmp_path):
+    path = tmp_path / "mm1.yaml"
+    path.write_text(yaml.safe_dump(MM1))
+    return str(path)
+
+
+def small_config(scenario, **kw):
+    base = dict(scenario=scenario, steps=60_000, num_envs=256, learning_starts=2_000, replay_size=50_000,
+                exploration_fraction=0.5, learner=LearnerConfig(hidden=(32, 32), batch_size=256))
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def test_short_training_accepts_empty_and_rejects_long_queues(mm1_yaml):
+    # M/M/1, deadline 5: a job finding n waiting (plus one in service) meets it with
+    # probability P(Erlang(n + 2, 1) < 5): 0.96 for n = 0, below 0.001 for n = 12.
+    trainer = Trainer(small_config(mm1_yaml, steps=150_000))
+    trainer.train()
+    policy = load_policy_from(trainer)
+    actions = policy(np.array([[0.0], [1.0], [12.0], [20.0]], np.float32))
+    assert actions.tolist()[:2] == [1, 1] and actions.tolist()[2:] == [0, 0]
+    # rbar tracks the average eq. 7 reward actually earned recently
+    c, lam, eps = trainer.stats.counts, 2.0, 0.1
+    met_acc = c["accepted"] - c["violations"]
+    earned = (lam * (eps * met_acc - (1 - eps) * c["violations"]) - c["unnecessary"]) / c["rows"]
+    assert abs(trainer.learner.rbar.item() - earned) < 0.05
+
+
+def load_policy_from(trainer):
+    from drl_ac.checkpoint import LoadedPolicy
+    return LoadedPolicy(trainer.policy_section())
+
+
+def test_resume_matches_uninterrupted_run(mm1_yaml, tmp_path):
+    cfg = small_config(mm1_yaml, steps=2 * 256 * 30, learning_starts=1000)
+    straight = Trainer(cfg)
+    straight.train()
+    first = Trainer(cfg)
+    first.train(until=256 * 30)
+    first.save(tmp_path / "checkpoint.pt")
+    resumed = Trainer.resume(tmp_path / "checkpoint.pt")
+    resumed.train()
+    assert resumed.decisions == straight.decisions
+    for a, b in zip(straight.learner.q.parameters(), resumed.learner.q.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    assert straight.learner.rbar.item() == resumed.learner.rbar.item()
+    np.testing.assert_array_equal(straight.obs, resumed.obs)
+
+
+def test_checkpoint_round_trip_gives_same_greedy_actions(mm1_yaml, tmp_path):
+    trainer = Trainer(small_config(mm1_yaml, steps=20_000))
+    trainer.train()
+    trainer.save(tmp_path / "checkpoint.pt")
+    policy = load_policy(tmp_path / "checkpoint.pt")
+    obs = np.arange(30, dtype=np.float32)[:, None]
+    expected = trainer.learner.greedy_actions(torch.from_numpy(obs)).numpy()
+    np.testing.assert_array_equal(policy(obs), expected)
+    assert policy.metadata["scenario"]["name"] == "mm1"
+    with pytest.raises(ValueError, match="obs"):
+        policy(np.zeros((3, 2), np.float32))
+
+
+def test_bad_checkpoints_give_clear_errors(tmp_path, mm1_yaml):
+    with pytest.raises(CheckpointError, match="no such file"):
+        load_policy(tmp_path / "missing.pt")
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"not a checkpoint at all")
+    with pytest.raises(CheckpointError, match="corrupt, truncated"):
+        load_policy(junk)
+    trainer = Trainer(small_config(mm1_yaml, steps=512))
+    trainer.save(tmp_path / "good.pt")
+    data = (tmp_path / "good.pt").read_bytes()
+    (tmp_path / "truncated.pt").write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match="corrupt, truncated"):
+        load_policy(tmp_path / "truncated.pt")
+    torch.save({"format": "something.else"}, tmp_path / "other.pt")
+    with pytest.raises(CheckpointError, match="format"):
+        load_policy(tmp_path / "other.pt")
+    state = torch.load(tmp_path / "good.pt", weights_only=True)
+    state["version"] = 99
+    torch.save(state, tmp_path / "future.pt")
+    with pytest.raises(CheckpointError, match="version 99"):
+        load_policy(tmp_path / "future.pt")
+
+    class Evil:
+        def __reduce__(self):
+            return (print, ("code ran",))
+    torch.save({"format": "drl_ac.policy", "x": Evil()}, tmp_path / "evil.pt")
+    with pytest.raises(CheckpointError):
+        load_policy(tmp_path / "evil.pt")
+
+
+def test_train_and_evaluate_entry_points(mm1_yaml, tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, str(ROOT / "experiments/train.py"), "--scenario", mm1_yaml, "--steps", "20000",
+           "--num-envs", "128", "--out", str(out), "--eval-arrivals", "5000", "--quiet", "--device", "cpu"]
+    subprocess.run(cmd, check=True, cwd=tmp_path, capture_output=True, text=True)
+    for name in ("policy.pt", "policy.ts", "metrics.json", "checkpoint.pt"):
+        assert (out / name).is_file()
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert 0 <= metrics["violation"] <= 1 and 0 <= metrics["acceptance"] <= 1
+    res = subprocess.run([sys.executable, str(ROOT / "experiments/evaluate.py"), "--checkpoint", str(out / "policy.pt"),
+                          "--arrivals", "4000", "--json"], check=True, capture_output=True, text=True)
+    report = json.loads(res.stdout)
+    assert {"violation", "acceptance", "throughput", "objective", "mean_delay", "arrivals"} <= report.keys()
+    assert report["arrivals"] >= 4000
+    assert abs(report["acceptance"] - report["throughput"] - (report["violation"] * report["acceptance"])) < 1e-9
+    scripted = torch.jit.load(str(out / "policy.ts"))
+    assert scripted(torch.tensor([[0.0], [30.0]])).tolist()[0] in (0, 1)
+    bad = subprocess.run([sys.executable, str(ROOT / "experiments/evaluate.py"), "--checkpoint",
+                          str(tmp_path / "nope.pt")], capture_output=True, text=True)
+    assert bad.returncode != 0 and "no such file" in bad.stderr
