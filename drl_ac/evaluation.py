@@ -57,7 +57,7 @@ def summarize(done: Completions, spec: NetworkSpec, num_envs: int) -> dict:
 def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: int = 10_000,
              num_envs: int = 500, warmup: int = 400, include_in_service: bool = False) -> dict:
     """Run ``policy`` greedily on ``arrivals`` decisions (after ``warmup`` per instance)."""
-    num_envs = max(1, min(num_envs, arrivals))
+    num_envs = max(1, min(num_envs, arrivals // 100))  # at least ~100 decisions per instance
     sim = QueueNetworkSim(spec, num_envs, seed=seed)
     steps = math.ceil(arrivals / num_envs)
     done, _ = collect(sim, policy, steps, warmup, include_in_service)

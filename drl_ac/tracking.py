@@ -53,6 +53,11 @@ class RunningStats:
         return self._ratio(self.counts["accepted"], self.counts["rows"])
 
     @property
+    def throughput(self) -> float:
+        """Accepted and on time, per decision."""
+        return self._ratio(self.counts["accepted"] - self.counts["violations"], self.counts["rows"])
+
+    @property
     def objective(self) -> float:
         return self._ratio(self.counts["unnecessary"], self.counts["rows"])
 

@@ -23,6 +23,7 @@ import torch
 
 from drl_ac.checkpoint import (CHECKPOINT_FORMAT, FORMAT_VERSION, POLICY_FORMAT, load_file, save_atomic,
                                to_arrays, to_tensors, versions)
+from drl_ac.interaction import act, epsilon_greedy
 from drl_ac.learner import DifferentialQLearner, LearnerConfig
 from drl_ac.multiplier import LagrangeMultiplier
 from drl_ac.replay import ReplayBuffer
@@ -135,15 +136,10 @@ class Trainer:
         """One vector step and its gradient steps."""
         obs_t = torch.from_numpy(self.obs).to(self.device)
         greedy = self.learner.greedy_actions(obs_t).cpu().numpy()
-        explore = self.rng.random(self.B) < self.exploration()
-        action = np.where(explore, self.rng.integers(0, 2, self.B), greedy)
-        self.store.record(self.t, action, action == greedy)
+        action = epsilon_greedy(greedy, self.exploration(), self.rng)
         self.env.lam = self.lam
-        obs, _, _, _, info = self.env.step(action)
+        self.obs, exp = act(self.env, self.store, self.t, action, greedy)
         self.t += 1
-        self.store.put_obs(self.t, obs)
-        self.obs = obs
-        exp = self.store.complete(info["completed"], self.t, self.spec.d_ub)
         self.replay.add(exp)
         self.stats.update(exp)
         if self.auto_lam and self.t % self.multiplier.every == 0 and math.isfinite(self.stats.greedy_violation):
@@ -157,6 +153,7 @@ class Trainer:
     def progress(self) -> dict[str, float]:
         out = {"violation": self.stats.violation, "greedy_violation": self.stats.greedy_violation,
                "acceptance": self.stats.acceptance, "objective": self.stats.objective,
+               "throughput": self.stats.throughput,
                "rbar": float(self.learner.rbar), "lam": self.lam, "exploration": self.exploration(),
                "decisions": self.decisions}
         out.update({k: float(v) for k, v in self.last.items()})

@@ -1,7 +1,12 @@
-"""Evaluate a trained controller on fresh seeds.
+"""Evaluate a trained controller on fresh seeds, optionally beside the baselines.
 
     python experiments/evaluate.py --checkpoint checkpoints/paper_tandem/policy.pt
     python experiments/evaluate.py --checkpoint PATH --scenario tandem --arrivals 500000 --json
+    python experiments/evaluate.py --checkpoint PATH --baselines      # one comparison table
+
+With --baselines the threshold rules are tuned for the scenario (highest acceptance with
+violation <= eps on common random numbers), the paper's tabular R-learning is trained in
+the same environment, and all are evaluated on the same fresh seeds.
 """
 
 from __future__ import annotations
@@ -11,7 +16,9 @@ import json
 import sys
 from pathlib import Path
 
+from drl_ac.baselines import AcceptAll, tuned_rules
 from drl_ac.checkpoint import CheckpointError, load_policy
+from drl_ac.tabular import train_tabular
 from drl_ac.evaluation import evaluate, format_metrics
 from envs import NetworkSpec, SpecError, load_spec
 
@@ -24,6 +31,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seed", type=int, default=20_000)
     p.add_argument("--num-envs", type=int, default=500)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--baselines", action="store_true", help="compare with tuned rules, tabular R-learning, accept-all")
+    p.add_argument("--tune-arrivals", type=int, default=60_000, help="arrivals per candidate when tuning rules")
+    p.add_argument("--tabular-decisions", type=int, default=None,
+                   help="training decisions of the tabular baseline (default: the paper's 500k, 1.5M for 4+ stations)")
     args = p.parse_args(argv)
     try:
         policy = load_policy(args.checkpoint)
@@ -37,10 +48,37 @@ def main(argv: list[str] | None = None) -> None:
                            include_in_service=policy.include_in_service)
     except (CheckpointError, SpecError) as exc:
         sys.exit(f"error: {exc}")
-    if args.json:
+    if args.baselines:
+        rows = compare_with_baselines(policy, metrics, spec, args)
+        print(json.dumps(rows) if args.json else format_table(rows, spec))
+    elif args.json:
         print(json.dumps(metrics))
     else:
         print(f"{spec.name} (d_ub {spec.d_ub}, eps {spec.eps}, delay {spec.delay}): {format_metrics(metrics)}")
+
+
+def compare_with_baselines(policy, learned: dict, spec, args) -> list[dict]:
+    """Rows of (name, rule, metrics): learned, tuned rules, tabular R-learning, accept-all."""
+    rows = [{"policy": "learned", "rule": "Q-network", **learned}]
+    run = {"arrivals": args.arrivals, "seed": args.seed, "num_envs": args.num_envs}
+    for name, tuned in tuned_rules(spec, arrivals=args.tune_arrivals).items():
+        rows.append({"policy": name, "rule": tuned.rule.describe(), **evaluate(tuned.rule, spec, **run)})
+    lam = spec.lam if spec.lam is not None else float(policy.metadata.get("lam", 1.0))
+    decisions = args.tabular_decisions or (500_000 if spec.num_stations < 4 else 1_500_000)
+    tab = train_tabular(spec, decisions, lam=lam, seed=args.seed)
+    rows.append({"policy": "tabular R-learning", "rule": f"lam {lam:g}, {decisions} decisions", **evaluate(tab, spec, **run)})
+    rows.append({"policy": "accept-all", "rule": "", **evaluate(AcceptAll(), spec, **run)})
+    return rows
+
+
+def format_table(rows: list[dict], spec) -> str:
+    head = (f"{spec.name}: d_ub {spec.d_ub}, eps {spec.eps}, delay {spec.delay}, {rows[0]['arrivals']} arrivals\n"
+            "| policy | rule | violation [95% CI] | acceptance | throughput | objective | mean delay |\n"
+            "|---|---|---|---|---|---|---|")
+    lines = [f"| {r['policy']} | {r['rule']} | {r['violation']:.4f} [{r['violation_ci'][0]:.4f}, "
+             f"{r['violation_ci'][1]:.4f}] | {r['acceptance']:.4f} | {r['throughput']:.4f} | {r['objective']:.4f} | "
+             f"{r['mean_delay']:.2f} |" for r in rows]
+    return "\n".join([head, *lines])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,167 @@
+"""Rules operators use today, in the same harness as the learned controller, each tuned
+automatically for a scenario: the rule with the highest acceptance whose violation
+P(d > d_ub | A) stays <= eps, found with common random numbers (every candidate sees the
+same arrivals and service times) so that comparisons between candidates are sharp.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from drl_ac.evaluation import evaluate
+from envs import NetworkSpec
+
+
+class AcceptAll:
+    name = "accept-all"
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return np.ones(obs.shape[0], np.int64)
+
+
+@dataclass
+class TotalThreshold:
+    """Accept iff the total number of waiting jobs is below k."""
+
+    k: int
+    name: str = "total threshold"
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return (obs.sum(1) < self.k).astype(np.int64)
+
+    def describe(self) -> str:
+        return f"sum q < {self.k}"
+
+
+@dataclass
+class StationThresholds:
+    """Accept iff every station's queue is below its own threshold."""
+
+    ks: tuple[int, ...]
+    name: str = "per-station thresholds"
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return (obs < np.asarray(self.ks)).all(1).astype(np.int64)
+
+    def describe(self) -> str:
+        return "q < (" + ", ".join(map(str, self.ks)) + ")"
+
+
+@dataclass
+class WeightedThreshold:
+    """Accept iff a weighted sum of queue lengths (an estimate of the wait ahead) is below k."""
+
+    weights: tuple[float, ...]
+    k: float
+    name: str = "weighted threshold"
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return (obs @ np.asarray(self.weights) < self.k).astype(np.int64)
+
+    def describe(self) -> str:
+        return "w.q < {:.3g}, w = ({})".format(self.k, ", ".join(f"{w:.3g}" for w in self.weights))
+
+
+def wait_weights(spec: NetworkSpec) -> tuple[float, ...]:
+    """Expected extra wait a new job suffers per job waiting at station n: it visits n with
+    probability v_n and each job ahead there takes about E[S_n] / c_n."""
+    means = np.array([s.service.mean for s in spec.stations])
+    return tuple(float(w) for w in spec.visit_ratios() * means / spec.servers)
+
+
+@dataclass
+class TuningResult:
+    rule: Callable
+    metrics: dict
+    trace: list[tuple[str, float, float]] = field(default_factory=list)  # (rule, violation, acceptance)
+
+
+class _Tuner:
+    """Evaluates candidates on common random numbers and remembers what it saw."""
+
+    def __init__(self, spec: NetworkSpec, arrivals: int, seed: int, num_envs: int):
+        self.spec, self.arrivals, self.seed, self.num_envs = spec, arrivals, seed, num_envs
+        self.trace: list[tuple[str, float, float]] = []
+        self.cache: dict[str, dict] = {}
+
+    def __call__(self, rule) -> dict:
+        key = rule.describe()
+        if key not in self.cache:
+            m = evaluate(rule, self.spec, arrivals=self.arrivals, seed=self.seed, num_envs=self.num_envs)
+            self.cache[key] = m
+            self.trace.append((key, m["violation"], m["acceptance"]))
+        return self.cache[key]
+
+    def feasible(self, rule) -> bool:
+        return self(rule)["violation"] <= self.spec.eps
+
+    def result(self, rule) -> TuningResult:
+        return TuningResult(rule, self(rule), list(self.trace))
+
+
+def tune_total(spec: NetworkSpec, arrivals: int = 60_000, seed: int = 777, num_envs: int = 400,
+               max_k: int = 400) -> TuningResult:
+    """Largest k with violation <= eps (violation and acceptance grow with k)."""
+    tuner = _Tuner(spec, arrivals, seed, num_envs)
+    if not tuner.feasible(TotalThreshold(1)):
+        return tuner.result(TotalThreshold(1))
+    lo, hi = 1, 2  # lo feasible; grow hi until infeasible
+    while hi < max_k and tuner.feasible(TotalThreshold(hi)):
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if tuner.feasible(TotalThreshold(mid)) else (lo, mid)
+    return tuner.result(TotalThreshold(lo))
+
+
+def tune_weighted(spec: NetworkSpec, arrivals: int = 60_000, seed: int = 777, num_envs: int = 400,
+                  iterations: int = 12) -> TuningResult:
+    """Bisection on the threshold of the estimated wait w.q, w from ``wait_weights``."""
+    tuner = _Tuner(spec, arrivals, seed, num_envs)
+    w = wait_weights(spec)
+    lo, hi = 1e-9, float(spec.d_ub)
+    while tuner.feasible(WeightedThreshold(w, hi)) and hi < 1e4 * spec.d_ub:
+        lo, hi = hi, 2 * hi
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if tuner.feasible(WeightedThreshold(w, mid)) else (lo, mid)
+    return tuner.result(WeightedThreshold(w, lo))
+
+
+def tune_stations(spec: NetworkSpec, start: int, arrivals: int = 60_000, seed: int = 777,
+                  num_envs: int = 400, max_rounds: int = 30) -> TuningResult:
+    """Coordinate search from every threshold = ``start`` (the tuned total k): lower the
+    threshold that costs least acceptance until feasible, then raise any that stays feasible
+    and gains most, until no single change helps."""
+    tuner = _Tuner(spec, arrivals, seed, num_envs)
+    ks = [max(1, start)] * spec.num_stations
+
+    def with_k(n: int, k: int) -> StationThresholds:
+        new = list(ks)
+        new[n] = k
+        return StationThresholds(tuple(new))
+
+    for _ in range(max_rounds):
+        if tuner.feasible(StationThresholds(tuple(ks))):
+            break
+        options = [with_k(n, ks[n] - 1) for n in range(len(ks)) if ks[n] > 1]
+        if not options:
+            break
+        ks = list(max(options, key=lambda r: (tuner.feasible(r), tuner(r)["acceptance"])).ks)
+    for _ in range(max_rounds):
+        options = [r for n in range(len(ks)) if tuner.feasible(r := with_k(n, ks[n] + 1))]
+        if not options:
+            break
+        ks = list(max(options, key=lambda r: tuner(r)["acceptance"]).ks)
+    return tuner.result(StationThresholds(tuple(ks)))
+
+
+def tuned_rules(spec: NetworkSpec, arrivals: int = 60_000, seed: int = 777) -> dict[str, TuningResult]:
+    """All threshold rules tuned for ``spec``."""
+    total = tune_total(spec, arrivals, seed)
+    return {"total threshold": total,
+            "per-station thresholds": tune_stations(spec, total.rule.k, arrivals, seed),
+            "weighted threshold": tune_weighted(spec, arrivals, seed)}

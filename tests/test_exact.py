@@ -1,0 +1,82 @@
+"""Exact M/M/c admission optimum: closed form vs the engine, the LP vs hand and vs birth-death."""
+
+import math
+
+import numpy as np
+import pytest
+
+from drl_ac.exact import best_threshold, meet_probability, solve, solve_lp, threshold_policy
+from envs import NetworkSpec, QueueNetworkSim
+from envs.distributions import Exponential
+from envs.rollout import accept_all, collect
+
+
+@pytest.mark.parametrize("c, mu", [(1, 1.0), (3, 1 / 3)])
+def test_meet_probability_matches_engine(c, mu):
+    lam, d_ub = 0.8 * c * mu, 6.0
+    spec = NetworkSpec.tandem([c], [Exponential(1 / mu)], Exponential(1 / lam), d_ub=d_ub, eps=0.1)
+    B = 200
+    done, obs = collect(QueueNetworkSim(spec, B, seed=5), accept_all, 2500, 500, include_in_service=True,
+                        record_obs=True)
+    n_seen = (obs[:, :, 0] + obs[:, :, 1]).astype(int)  # (steps, B): waiting + in service
+    order = np.lexsort((done.step, done.env))
+    met = (done.sojourn[order] <= d_ub).reshape(B, -1).T  # aligned with obs: (steps, B)
+    for n in range(0, c + 6):
+        mask = n_seen == n
+        if mask.sum() < 2000:
+            continue
+        p = meet_probability(n, c, mu, d_ub)[0]
+        # per-instance clusters for the standard error
+        hits = (met & mask).sum(0)
+        count = mask.sum(0)
+        resid = hits - p * count
+        se = math.sqrt((resid**2).sum()) / count.sum()
+        assert abs(hits.sum() / count.sum() - p) < 4.5 * se + 1e-3, f"n={n}"
+
+
+def test_meet_probability_closed_forms():
+    # n < c: exponential service only; c = 1: Erlang(n + 1, mu)
+    assert meet_probability(0, 2, 0.5, 3.0)[0] == pytest.approx(1 - math.exp(-1.5))
+    assert meet_probability(2, 1, 1.0, 3.0)[0] == pytest.approx(1 - math.exp(-3) * (1 + 3 + 4.5))
+    # c = 2, n = 2: W ~ Exp(2 mu), S ~ Exp(mu): P(W + S <= t) = 1 - 2 e^{-mu t} + e^{-2 mu t}
+    mu, t = 0.7, 2.5
+    assert meet_probability(2, 2, mu, t)[0] == pytest.approx(1 - 2 * math.exp(-mu * t) + math.exp(-2 * mu * t))
+
+
+def test_lp_by_hand_single_server_tiny_truncation():
+    # c = 1, mu = lam = 1, d = 3, eps = 0.1, states 0..2. Accept always in state 0;
+    # in state 1 with probability a. Then p = (1, 1, a) / (2 + a), the constraint
+    # (1 - P0 - eps) + a (1 - P1 - eps) <= 0 binds at a = (P0 + eps - 1) / (1 - P1 - eps),
+    # and the objective is ((1 - a) P1 + a P2) / (2 + a), decreasing in a.
+    e = math.exp(-3)
+    P0, P1, P2 = 1 - e, 1 - e * 4, 1 - e * 8.5
+    a = (P0 + 0.1 - 1) / (1 - P1 - 0.1)
+    sol = solve_lp(1, 1.0, 1.0, 3.0, 0.1, truncation=2)
+    np.testing.assert_allclose(sol.accept[:2], [1.0, a], atol=1e-7)
+    np.testing.assert_allclose(sol.stationary, np.array([1, 1, a]) / (2 + a), atol=1e-9)
+    assert sol.objective == pytest.approx(((1 - a) * P1 + a * P2) / (2 + a), abs=1e-9)
+    assert sol.violation == pytest.approx(0.1, abs=1e-9)
+
+
+@pytest.mark.parametrize("c, K", [(1, 4), (3, 7), (5, 12)])
+def test_lp_stationary_distribution_equals_birth_death_for_fixed_threshold(c, K):
+    mu, lam, L = 0.5, 0.45 * c, 20
+    pinned = np.where(np.arange(L + 1) < K, 1.0, 0.0)
+    sol = solve_lp(c, mu, lam, 10.0, 0.1, truncation=L, fixed_accept=pinned)
+    weights = [1.0]
+    for n in range(1, K + 1):
+        weights.append(weights[-1] * lam / (min(n, c) * mu))
+    expected = np.zeros(L + 1)
+    expected[: K + 1] = np.array(weights) / sum(weights)
+    np.testing.assert_allclose(sol.stationary, expected, atol=1e-9)
+    np.testing.assert_allclose(threshold_policy(K, c, mu, lam, 10.0, truncation=L).stationary, expected, atol=1e-12)
+
+
+def test_optimum_is_at_least_as_good_as_best_threshold_and_binds():
+    for c, mu, lam, d in [(1, 1.0, 0.9, 8.0), (3, 1 / 3, 0.95, 10.0), (5, 0.2, 1.1, 15.0)]:
+        opt, det = solve(c, mu, lam, d, 0.1), best_threshold(c, mu, lam, d, 0.1)
+        assert opt.objective <= det.objective + 1e-12
+        assert opt.violation == pytest.approx(0.1, abs=1e-7)  # the constraint binds (lam* > 0)
+        assert det.violation <= 0.1 and det.threshold is not None
+        # no threshold one step higher is feasible
+        assert threshold_policy(det.threshold + 1, c, mu, lam, d).violation > 0.1
