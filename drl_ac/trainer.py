@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +20,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from drl_ac.checkpoint import (CHECKPOINT_FORMAT, FORMAT_VERSION, POLICY_FORMAT, load_file, save_atomic,
-                               to_arrays, to_tensors, versions)
+from drl_ac.checkpoint import (
+    CHECKPOINT_FORMAT,
+    FORMAT_VERSION,
+    POLICY_FORMAT,
+    load_file,
+    save_atomic,
+    to_arrays,
+    to_tensors,
+    versions,
+)
 from drl_ac.interaction import act, epsilon_greedy
 from drl_ac.learner import DifferentialQLearner, LearnerConfig
 from drl_ac.multiplier import LagrangeMultiplier
@@ -54,6 +61,8 @@ class TrainConfig:
     lam_eta: float = 2.0
     lam_kp: float = 0.0
     lam_every: int = 10  # vector steps between multiplier updates
+    lam_margin: float = 0.003  # the automatic lam aims at violation eps - margin (evaluation noise)
+    lam_start: float = 0.2  # fraction of the run before the automatic lam moves (policy still immature)
     stats_half_life: float = 200_000.0
     learner: LearnerConfig = field(default_factory=LearnerConfig)
 
@@ -108,7 +117,8 @@ class Trainer:
         self.store = DelayedCompletionStore(self.B, self.obs_dim)
         self.rng = np.random.default_rng([config.seed, 1])  # exploration
         self.auto_lam = self.spec.lam is None
-        self.multiplier = LagrangeMultiplier(self.spec.eps, lam=config.lam_init if self.auto_lam else self.spec.lam,
+        self.multiplier = LagrangeMultiplier(self.spec.eps - (config.lam_margin if self.auto_lam else 0.0),
+                                             lam=config.lam_init if self.auto_lam else self.spec.lam,
                                              eta=config.lam_eta, kp=config.lam_kp, every=config.lam_every)
         self.stats = RunningStats(config.stats_half_life)
         self.t = 0
@@ -142,7 +152,8 @@ class Trainer:
         self.t += 1
         self.replay.add(exp)
         self.stats.update(exp)
-        if self.auto_lam and self.t % self.multiplier.every == 0 and math.isfinite(self.stats.greedy_violation):
+        if (self.auto_lam and self.t % self.multiplier.every == 0 and self.decisions >= self.config.lam_start
+                * self.config.steps and math.isfinite(self.stats.greedy_violation)):
             self.multiplier.update(self.stats.greedy_violation)
         if len(self.replay) >= self.config.learning_starts:
             for _ in range(self.config.updates_per_step):
@@ -217,10 +228,3 @@ class Trainer:
         self.rng.bit_generator.state = state["exploration_rng"]
         torch.set_rng_state(state["torch_rng"])
 
-
-def steps_per_second(trainer: Trainer, seconds: float) -> float:
-    """Training speed: decisions per second with learning, measured over ``seconds``."""
-    start_t, t0 = trainer.t, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        trainer.step()
-    return (trainer.t - start_t) * trainer.B / (time.perf_counter() - t0)

@@ -75,6 +75,18 @@ class Completions:
 
 
 @dataclass
+class _Tag:
+    """Book-keeping of a counterfactual: the job followed, each row's latest time at which
+    the next event may still matter (tightened as the job starts its services), and the
+    outcome once the job starts service at its last station."""
+
+    job: int
+    horizon: np.ndarray
+    departure: np.ndarray
+    wait_sum: np.ndarray
+
+
+@dataclass
 class _Dynamics:
     """The mutable state of some instances: servers, queues, and per-job timing.
 
@@ -89,9 +101,14 @@ class _Dynamics:
     q_len: np.ndarray  # (R, N)
     since: np.ndarray  # (R, K) time the job arrived at its current station
     wait_sum: np.ndarray  # (R, K) total wait so far
+    tag: _Tag | None = None  # set on counterfactual copies only
+
+    @classmethod
+    def arrays(cls) -> list[str]:
+        return [f.name for f in fields(cls) if f.name != "tag"]
 
     def take(self, rows: np.ndarray) -> _Dynamics:
-        return _Dynamics(*(getattr(self, f.name)[rows] for f in fields(self)))
+        return _Dynamics(*(getattr(self, name)[rows] for name in self.arrays()))
 
     def grow_queues(self) -> None:
         """Double the ring buffers, unrolling each so that its head is at 0."""
@@ -162,7 +179,7 @@ class QueueNetworkSim:
         """Everything the future depends on (arrays copied), for checkpoints and resume."""
         return {"t": self.t, "rng": self.rng.bit_generator.state,
                 "jobs": {k: getattr(self, k).copy() for k in self._JOB_ARRAYS},
-                "dynamics": {f.name: getattr(self.state, f.name).copy() for f in fields(_Dynamics)}}
+                "dynamics": {name: getattr(self.state, name).copy() for name in _Dynamics.arrays()}}
 
     def set_state(self, state: dict) -> None:
         if state["jobs"]["now"].shape != (self.B,) or state["dynamics"]["server_done"].shape[1] != self.S:
@@ -225,9 +242,10 @@ class QueueNetworkSim:
         """Fast-forward (the paper's simulated environment): for the instances ``rows``, the
         delay the current job would have had if admitted now with no further arrivals.
 
-        Works on a copy of those rows' servers and queues only; stops an instance as soon as
-        the deadline is known to be missed (delay reported as inf) unless the simulator was
-        built with ``exact_counterfactual=True``.
+        Works on a copy of those rows' servers and queues only. An instance stops as soon as
+        the outcome is known: when the job starts service at its last station (its departure
+        is then fixed), or, unless built with ``exact_counterfactual=True``, when even serving
+        it without any further wait could no longer meet the deadline (delay reported as inf).
         """
         rows = np.asarray(rows, np.int64)
         R, slot, t = rows.size, self.t % self.capacity, self.t
@@ -235,25 +253,20 @@ class QueueNetworkSim:
         clone = self.state.take(rows)
         clone.wait_sum[local, slot] = 0.0
         start = self.now[rows]
+        total, last = self._path_service(rows, slot)
         if self.exact_counterfactual:
             horizon = np.full(R, np.inf)
-        else:
-            horizon = start + self.spec.d_ub + self._delay_offset(rows, slot)
-        done = np.full(R, np.inf)
-        delay = np.full(R, np.inf)
-
-        def on_exit(r: np.ndarray, jid: np.ndarray, n: np.ndarray, when: np.ndarray) -> np.ndarray:
-            mine = jid == t
-            r, n, when = r[mine], n[mine], when[mine]
-            done[r] = when
-            delay[r] = self._delay(clone.wait_sum[r, slot], when - start[r], rows[r], slot, n)
-            return mine
-
+        else:  # the job misses iff its total wait exceeds d_ub minus the service the measure counts
+            horizon = start + self.spec.d_ub - (total if self.spec.delay == "sojourn" else last)
+        clone.tag = _Tag(t, horizon, np.full(R, np.inf), np.zeros(R))
         self._arrive(clone, rows, local, np.full(R, t), self.entry[rows, slot], start)
-        self._run(clone, rows, horizon, on_exit)
+        self._run(clone, rows, horizon, lambda *_: None)
+        done, sojourn = clone.tag.departure, clone.tag.departure - start
+        delay = np.where(np.isfinite(done), sojourn if self.spec.delay == "sojourn" else clone.tag.wait_sum + last,
+                         np.inf)
         nan = np.full((R, self.N), np.nan)
         return Completions(rows.copy(), np.full(R, t, np.int64), np.zeros(R, bool), delay,
-                           done - start, start.copy(), done, nan, nan.copy())
+                           sojourn, start.copy(), done, nan, nan.copy())
 
     # ------------------------------------------------------------------ internals
     def _delay(self, wait_sum, sojourn, inst, slot, last_station):
@@ -261,21 +274,21 @@ class QueueNetworkSim:
             return wait_sum + self.service[inst, slot, last_station]
         return sojourn
 
-    def _delay_offset(self, rows: np.ndarray, slot: int) -> np.ndarray:
-        """sojourn - delay for the current job: its service at every visited station but
-        the last under the paper measure (known from its draws), else 0."""
-        offset = np.zeros(rows.size)
-        if self.spec.delay != "paper":
-            return offset
+    def _path_service(self, rows: np.ndarray, slot: int) -> tuple[np.ndarray, np.ndarray]:
+        """The current job's total service along its drawn route, and its last station's."""
+        total = np.zeros(rows.size)
         n = self.entry[rows, slot]
         active = np.ones(rows.size, bool)
+        last = np.zeros(rows.size)
         for _ in range(self.N):
-            nxt = self.route[rows, slot, np.minimum(n, self.N - 1)]
-            inner = active & (nxt < self.N)
-            offset[inner] += self.service[rows[inner], slot, n[inner]]
-            active = inner
-            n = np.where(inner, nxt, n)
-        return offset
+            s = self.service[rows, slot, n]
+            total += np.where(active, s, 0.0)
+            nxt = self.route[rows, slot, n]
+            ending = active & (nxt >= self.N)
+            last[ending] = s[ending]
+            active &= nxt < self.N
+            n = np.where(active, nxt, n)
+        return total, last
 
     def _new_arrival(self) -> None:
         """Make room for and draw the attributes of the job arriving now in every instance."""
@@ -386,8 +399,27 @@ class QueueNetworkSim:
         if st is self.state:
             self.wait.reshape(-1)[fj] = w
         fs = rows * self.S + srv
-        st.server_done.reshape(-1)[fs] = when + self.service.reshape(-1)[fj]
+        service = self.service.reshape(-1)[fj]
+        st.server_done.reshape(-1)[fs] = when + service
         st.server_job.reshape(-1)[fs] = jid
+        if st.tag is not None:
+            self._tagged_started(st, inst, rows, jid, n, when, service)
+
+    def _tagged_started(self, st: _Dynamics, inst, rows, jid, n, when, service) -> None:
+        """The followed job starts a service: its deadline bound loosens by that service,
+        and at its last station its departure is fixed, which ends the row's fast-forward."""
+        tag = st.tag
+        mine = jid == tag.job
+        if not mine.any():
+            return
+        r = rows[mine]
+        tag.horizon[r] += service[mine]
+        final = self.route[inst[r], tag.job % self.capacity, n[mine]] >= self.N
+        if final.any():
+            rf = r[final]
+            tag.departure[rf] = when[mine][final] + service[mine][final]
+            tag.wait_sum[rf] = st.wait_sum[rf, tag.job % self.capacity]
+            tag.horizon[rf] = -np.inf
 
     def _arrive(self, st, inst, rows, jid, n, when) -> None:
         st.since.reshape(-1)[rows * self.capacity + jid % self.capacity] = when

@@ -4,7 +4,10 @@ Prints job-tracked decisions (network arrivals) per second and peak memory for
 `paper_tandem` under accept-all and a threshold rule at several batch sizes, the
 counterfactual's cost separately, and ratios against B = 1 measured in the same process.
 
-    python experiments/benchmark.py [--sizes 1 256 4096 16384] [--decisions 400000]
+    python experiments/benchmark.py [--sizes 1 256 4096 16384] [--decisions 400000] [--train-seconds 30]
+
+Training speed: decisions per second with learning (one gradient step per vector step)
+on `paper_tandem`, for several numbers of instances, after the replay has filled.
 """
 
 from __future__ import annotations
@@ -82,12 +85,34 @@ def simulator_table(sizes: list[int], decisions: int) -> None:
                   f"{r['rejected']:>10.3f}{r['cf_share']:>9.0%}{r['cf_per_s']:>11,.0f}{r['capacity']:>6}")
 
 
+def training_table(sizes: list[int], seconds: float) -> None:
+    import torch
+
+    from drl_ac.trainer import TrainConfig, Trainer
+
+    print(f"\ntraining: paper_tandem, decisions/s with learning over {seconds:g} s, torch threads "
+          f"{torch.get_num_threads()}")
+    print(f"{'B':>7}{'decisions/s':>14}{'gradient steps/s':>18}")
+    for b in sizes:
+        trainer = Trainer(TrainConfig(num_envs=b, learning_starts=0))
+        for _ in range(100):  # warm up: replay fills, queues reach steady state
+            trainer.step()
+        t0, d0, u0 = time.perf_counter(), trainer.decisions, trainer.learner.updates
+        while time.perf_counter() - t0 < seconds:
+            trainer.step()
+        elapsed = time.perf_counter() - t0
+        print(f"{b:>7}{(trainer.decisions - d0) / elapsed:>14,.0f}{(trainer.learner.updates - u0) / elapsed:>18,.0f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 256, 4096, 16384])
     parser.add_argument("--decisions", type=int, default=400_000)
+    parser.add_argument("--train-sizes", type=int, nargs="+", default=[512, 2048, 4096])
+    parser.add_argument("--train-seconds", type=float, default=20.0)
     args = parser.parse_args()
     simulator_table(args.sizes, args.decisions)
+    training_table(args.train_sizes, args.train_seconds)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from drl_ac.baselines import AcceptAll, tuned_rules
 from drl_ac.checkpoint import CheckpointError, load_policy
-from drl_ac.tabular import train_tabular
 from drl_ac.evaluation import evaluate, format_metrics
+from drl_ac.tabular import train_tabular
 from envs import NetworkSpec, SpecError, load_spec
 
 

@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--include-in-service", action="store_true", help="observe busy servers too")
     p.add_argument("--lam-eta", type=float, default=d.lam_eta, help="dual-ascent step of the automatic lam")
     p.add_argument("--lam-kp", type=float, default=d.lam_kp, help="proportional gain (PI) of the automatic lam")
+    p.add_argument("--lam-margin", type=float, default=d.lam_margin, help="automatic lam aims at eps - margin")
     p.add_argument("--eval-arrivals", type=int, default=200_000, help="arrivals in the final evaluation")
     p.add_argument("--checkpoint-every", type=int, default=1_000_000, help="decisions between checkpoints")
     p.add_argument("--out", type=Path, default=None, help="output folder (default checkpoints/runs/SCENARIO-seedS)")
@@ -72,7 +73,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(scenario=str(args.scenario), num_envs=args.num_envs, lam=args.lam, eps=args.eps,
                        d_ub=args.d_ub, delay=args.delay, seed=args.seed, device=args.device,
                        include_in_service=args.include_in_service, updates_per_step=args.updates_per_step,
-                       lam_eta=args.lam_eta, lam_kp=args.lam_kp, learner=learner, **kwargs)
+                       lam_eta=args.lam_eta, lam_kp=args.lam_kp, lam_margin=args.lam_margin, learner=learner,
+                       **kwargs)
 
 
 def run(args: argparse.Namespace) -> dict:

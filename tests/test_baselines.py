@@ -3,7 +3,13 @@
 import numpy as np
 import pytest
 
-from drl_ac.baselines import StationThresholds, TotalThreshold, WeightedThreshold, tune_total, wait_weights
+from drl_ac.baselines import (
+    StationThresholds,
+    TotalThreshold,
+    WeightedThreshold,
+    tune_total,
+    wait_weights,
+)
 from drl_ac.exact import threshold_policy
 from drl_ac.store import Experiences
 from drl_ac.tabular import TabularRLearner, train_tabular
