@@ -127,7 +127,8 @@ class LoadedPolicy:
         self.metadata = {k: v for k, v in section.items() if k != "state_dict"}
         self.obs_dim = int(section["obs_dim"])
         self.include_in_service = bool(section.get("include_in_service", False))
-        self.module = GreedyPolicy(build_qnet(section))
+        self.bias = float(section.get("bias", 0.0))
+        self.module = GreedyPolicy(build_qnet(section), self.bias)
 
     @torch.no_grad()
     def __call__(self, obs: np.ndarray) -> np.ndarray:
@@ -145,7 +146,7 @@ def load_policy(path: str | Path) -> LoadedPolicy:
 
 def export_torchscript(section: dict, path: str | Path) -> Path:
     """A TorchScript file usable without this project: ``torch.jit.load(p)(obs_tensor) -> actions``."""
-    module = GreedyPolicy(build_qnet(section))
+    module = GreedyPolicy(build_qnet(section), float(section.get("bias", 0.0)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         scripted = torch.jit.script(module)

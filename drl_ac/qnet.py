@@ -29,12 +29,17 @@ class QNetwork(nn.Module):
 
 
 class GreedyPolicy(nn.Module):
-    """What is exported: observation batch (B, D) -> actions (B,) in {0, 1}."""
+    """What is exported: observation batch (B, D) -> actions (B,) in {0, 1}.
 
-    def __init__(self, qnet: QNetwork):
+    Accepts iff Q(s, accept) - Q(s, reject) >= bias; bias 0 is the greedy policy, and a
+    calibrated bias moves the operating point along the learned ranking of states.
+    """
+
+    def __init__(self, qnet: QNetwork, bias: float = 0.0):
         super().__init__()
         self.qnet = qnet
+        self.register_buffer("bias", torch.tensor(float(bias)))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         q = self.qnet(obs)
-        return (q[:, 1] >= q[:, 0]).long()
+        return (q[:, 1] - q[:, 0] >= self.bias).long()

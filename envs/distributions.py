@@ -35,10 +35,6 @@ class Distribution:
     def sample(self, rng: np.random.Generator, size: int | tuple[int, ...]) -> np.ndarray:
         raise NotImplementedError
 
-    def scaled(self, factor: float) -> Distribution:
-        """The same family with every draw multiplied by ``factor`` (mean scales, SCV stays)."""
-        raise NotImplementedError
-
 
 @dataclass(frozen=True)
 class Exponential(Distribution):
@@ -51,8 +47,6 @@ class Exponential(Distribution):
     def sample(self, rng, size):
         return rng.exponential(self.mean, size)
 
-    def scaled(self, factor):
-        return Exponential(self.mean * factor)
 
 
 @dataclass(frozen=True)
@@ -66,13 +60,11 @@ class Deterministic(Distribution):
     def sample(self, rng, size):
         return np.full(size, self.mean)
 
-    def scaled(self, factor):
-        return Deterministic(self.mean * factor)
 
 
 @dataclass(frozen=True)
-class Gamma(Distribution):
-    """Gamma by mean and SCV: shape 1/SCV, scale mean*SCV (SCV 1 is exponential)."""
+class _ByMeanAndScv(Distribution):
+    """Families parameterised directly by mean and SCV (``cv2``)."""
 
     mean: float
     cv2: float
@@ -80,41 +72,27 @@ class Gamma(Distribution):
     @property
     def scv(self) -> float:
         return self.cv2
+
+
+class Gamma(_ByMeanAndScv):
+    """Gamma by mean and SCV: shape 1/SCV, scale mean*SCV (SCV 1 is exponential)."""
 
     def sample(self, rng, size):
         return rng.gamma(1.0 / self.cv2, self.mean * self.cv2, size)
 
-    def scaled(self, factor):
-        return Gamma(self.mean * factor, self.cv2)
 
 
-@dataclass(frozen=True)
-class LogNormal(Distribution):
-    mean: float
-    cv2: float
-
-    @property
-    def scv(self) -> float:
-        return self.cv2
+class LogNormal(_ByMeanAndScv):
+    """Lognormal by mean and SCV: sigma^2 = ln(1 + SCV)."""
 
     def sample(self, rng, size):
         sigma2 = math.log1p(self.cv2)
         return rng.lognormal(math.log(self.mean) - sigma2 / 2.0, math.sqrt(sigma2), size)
 
-    def scaled(self, factor):
-        return LogNormal(self.mean * factor, self.cv2)
 
 
-@dataclass(frozen=True)
-class HyperExponential(Distribution):
+class HyperExponential(_ByMeanAndScv):
     """Two-phase hyperexponential with balanced means (p1/mu1 = p2/mu2), SCV >= 1."""
-
-    mean: float
-    cv2: float
-
-    @property
-    def scv(self) -> float:
-        return self.cv2
 
     def _params(self) -> tuple[float, float, float]:
         p = 0.5 * (1.0 + math.sqrt((self.cv2 - 1.0) / (self.cv2 + 1.0)))
@@ -125,8 +103,6 @@ class HyperExponential(Distribution):
         phase1 = rng.random(size) < p
         return rng.exponential(1.0, size) * np.where(phase1, m1, m2)
 
-    def scaled(self, factor):
-        return HyperExponential(self.mean * factor, self.cv2)
 
 
 @dataclass(frozen=True)
@@ -149,8 +125,6 @@ class Lomax(Distribution):
     def sample(self, rng, size):
         return self.scale * rng.pareto(self.shape, size)
 
-    def scaled(self, factor):
-        return Lomax(self.shape, self.scale * factor)
 
 
 @dataclass(frozen=True)
@@ -172,8 +146,6 @@ class Empirical(Distribution):
     def sample(self, rng, size):
         return np.asarray(self.values)[rng.integers(0, len(self.values), size)]
 
-    def scaled(self, factor):
-        return Empirical(tuple(float(x) * factor for x in self.values), self.source)
 
 
 def _positive(cfg: Mapping[str, Any], key: str, field: str) -> float:

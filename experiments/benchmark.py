@@ -85,6 +85,18 @@ def simulator_table(sizes: list[int], decisions: int) -> None:
                   f"{r['rejected']:>10.3f}{r['cf_share']:>9.0%}{r['cf_per_s']:>11,.0f}{r['capacity']:>6}")
 
 
+def accept_all_delays(num_envs: int = 4096, warmup: int = 2000, steps: int = 60) -> None:
+    """Mean delay and P(d > d_ub) of paper_tandem under accept-all, both delay measures."""
+    from envs.rollout import collect
+
+    spec = load_spec("paper_tandem")  # paper measure in `delay`; the sojourn time is reported beside it
+    sim = QueueNetworkSim(spec, num_envs, seed=0)
+    done, _ = collect(sim, lambda obs: np.ones(obs.shape[0], np.int64), steps, warmup)
+    print(f"\naccept-all on paper_tandem: B = {num_envs}, {len(done)} arrivals after {warmup} warm-up steps")
+    for name, d in (("paper measure", done.delay), ("sojourn", done.sojourn)):
+        print(f"  {name:<14} mean delay {d.mean():8.3f}   P(d > {spec.d_ub:g}) = {(d > spec.d_ub).mean():.4f}")
+
+
 def training_table(sizes: list[int], seconds: float) -> None:
     import torch
 
@@ -112,6 +124,7 @@ def main() -> None:
     parser.add_argument("--train-seconds", type=float, default=20.0)
     args = parser.parse_args()
     simulator_table(args.sizes, args.decisions)
+    accept_all_delays()
     training_table(args.train_sizes, args.train_seconds)
 
 

@@ -21,7 +21,8 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from drl_ac.checkpoint import export_torchscript, load_policy, save_atomic
+from drl_ac.calibration import calibrate_bias
+from drl_ac.checkpoint import LoadedPolicy, export_torchscript, save_atomic
 from drl_ac.evaluation import evaluate, format_metrics
 from drl_ac.learner import LearnerConfig
 from drl_ac.tracking import WandbLogger
@@ -55,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lam-eta", type=float, default=d.lam_eta, help="dual-ascent step of the automatic lam")
     p.add_argument("--lam-kp", type=float, default=d.lam_kp, help="proportional gain (PI) of the automatic lam")
     p.add_argument("--lam-margin", type=float, default=d.lam_margin, help="automatic lam aims at eps - margin")
+    p.add_argument("--calibrate", choices=["auto", "on", "off"], default="auto",
+                   help="tune the acceptance bias on the learned advantage so violation <= eps - margin "
+                        "(auto: on when lam is automatic)")
     p.add_argument("--eval-arrivals", type=int, default=200_000, help="arrivals in the final evaluation")
     p.add_argument("--checkpoint-every", type=int, default=1_000_000, help="decisions between checkpoints")
     p.add_argument("--out", type=Path, default=None, help="output folder (default checkpoints/runs/SCENARIO-seedS)")
@@ -113,12 +117,18 @@ def run(args: argparse.Namespace) -> dict:
     trainer.train(callback=callback)
     bar.close()
     trainer.save(out / "checkpoint.pt")
-    policy = load_policy(out / "checkpoint.pt")
+    section = trainer.policy_section()
+    if args.calibrate == "on" or (args.calibrate == "auto" and trainer.auto_lam):
+        target = trainer.spec.eps - config.lam_margin
+        section["bias"], _ = calibrate_bias(section, trainer.spec, target, seed=config.seed + 5_000,
+                                            include_in_service=config.include_in_service)
+        print(f"calibrated acceptance bias {section['bias']:.4f} for violation <= {target:g}", file=sys.stderr)
+    policy = LoadedPolicy(section)
     metrics = evaluate(policy, trainer.spec, arrivals=args.eval_arrivals, seed=config.seed + 10_000,
                        include_in_service=config.include_in_service)
     metrics.update({"lam": trainer.lam, "rbar": float(trainer.learner.rbar), "decisions": trainer.decisions,
-                    "scenario": trainer.spec.name, "seed": config.seed})
-    section = trainer.policy_section(metrics)
+                    "scenario": trainer.spec.name, "seed": config.seed, "bias": section.get("bias", 0.0)})
+    section["metrics"] = metrics
     save_atomic(section, out / "policy.pt")
     export_torchscript(section, out / "policy.ts")
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")

@@ -37,3 +37,15 @@ def test_job_table_growth_keeps_every_job():
         np.testing.assert_allclose(ds.delay[ks], db.delay[kb])
     assert small.capacity > 2
     np.testing.assert_array_equal(small.jobs_in_system(), big.jobs_in_system())
+
+
+def test_capacity_limit_raises_instead_of_dropping_jobs():
+    import pytest
+
+    from envs import CapacityError, NetworkSpec, QueueNetworkSim
+    from envs.distributions import Exponential
+    overloaded = NetworkSpec.tandem([1], [Exponential(2.0)], Exponential(1.0), d_ub=5, eps=0.1)
+    sim = QueueNetworkSim(overloaded, 4, seed=0, capacity=4, max_jobs=32)
+    with pytest.raises(CapacityError, match="max_jobs=32.*unstable"):
+        for _ in range(2000):
+            sim.step(np.ones(4, bool))

@@ -133,3 +133,31 @@ def test_train_and_evaluate_entry_points(mm1_yaml, tmp_path):
     bad = subprocess.run([sys.executable, str(ROOT / "experiments/evaluate.py"), "--checkpoint",
                           str(tmp_path / "nope.pt")], capture_output=True, text=True)
     assert bad.returncode != 0 and "no such file" in bad.stderr
+
+
+def test_calibrated_bias_meets_target_and_moves_operating_point(mm1_yaml):
+    from drl_ac.calibration import calibrate_bias
+    from drl_ac.checkpoint import LoadedPolicy
+    from drl_ac.evaluation import evaluate
+
+    trainer = Trainer(small_config(mm1_yaml, steps=20_000))
+    trainer.train()
+    section = trainer.policy_section()
+    bias, m = calibrate_bias(section, trainer.spec, target=0.05, arrivals=10_000, iterations=4)
+    assert m["violation"] <= 0.05
+    looser = evaluate(LoadedPolicy({**section, "bias": bias - 1.0}), trainer.spec, arrivals=10_000, seed=555)
+    assert looser["acceptance"] >= m["acceptance"]
+    obs = np.array([[0.0], [40.0]], np.float32)
+    assert LoadedPolicy({**section, "bias": -1e9})(obs).tolist() == [1, 1]
+    assert LoadedPolicy({**section, "bias": 1e9})(obs).tolist() == [0, 0]
+
+
+def test_wandb_logger_runs_offline_without_account(tmp_path, monkeypatch):
+    from drl_ac.tracking import WandbLogger
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    logger = WandbLogger(True, {"scenario": "mm1"}, directory=tmp_path)
+    logger.log({"violation": 0.1, "loss": 1.0, "nan": float("nan")}, step=10)
+    logger.finish({"acceptance": 0.9})
+    assert list((tmp_path / "wandb").glob("offline-run-*"))
+    assert WandbLogger(False, {}).run is None
