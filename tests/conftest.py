@@ -1,8 +1,11 @@
 import numpy as np
 import pytest
+import torch
 
 from envs import NetworkSpec
 from envs.distributions import Deterministic, Exponential
+
+torch.set_num_threads(1)  # the tests run many tiny batches: threads only add contention
 
 
 def set_current_service(sim, *per_station):
