@@ -44,3 +44,12 @@ def calibrate_bias(section: dict, spec: NetworkSpec, target: float, arrivals: in
         else:
             lo = mid
     return hi, m_hi
+
+
+def calibrated_section(trainer, target: float, arrivals: int = 100_000) -> dict:
+    """The trainer's policy section with its acceptance bias calibrated to ``target``."""
+    section = trainer.policy_section()
+    section["bias"], _ = calibrate_bias(section, trainer.spec, target, arrivals=arrivals,
+                                        seed=trainer.config.seed + 5_000,
+                                        include_in_service=trainer.config.include_in_service)
+    return section

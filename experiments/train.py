@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from drl_ac.calibration import calibrate_bias
+from drl_ac.calibration import calibrated_section
 from drl_ac.checkpoint import LoadedPolicy, export_torchscript, save_atomic
 from drl_ac.evaluation import evaluate, format_metrics
 from drl_ac.learner import LearnerConfig
@@ -117,12 +117,12 @@ def run(args: argparse.Namespace) -> dict:
     trainer.train(callback=callback)
     bar.close()
     trainer.save(out / "checkpoint.pt")
-    section = trainer.policy_section()
     if args.calibrate == "on" or (args.calibrate == "auto" and trainer.auto_lam):
         target = trainer.spec.eps - config.lam_margin
-        section["bias"], _ = calibrate_bias(section, trainer.spec, target, seed=config.seed + 5_000,
-                                            include_in_service=config.include_in_service)
+        section = calibrated_section(trainer, target)
         print(f"calibrated acceptance bias {section['bias']:.4f} for violation <= {target:g}", file=sys.stderr)
+    else:
+        section = trainer.policy_section()
     policy = LoadedPolicy(section)
     metrics = evaluate(policy, trainer.spec, arrivals=args.eval_arrivals, seed=config.seed + 10_000,
                        include_in_service=config.include_in_service)
