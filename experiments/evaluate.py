@@ -20,7 +20,7 @@ from drl_ac.baselines import AcceptAll, tuned_rules
 from drl_ac.checkpoint import CheckpointError, load_policy
 from drl_ac.evaluation import evaluate, format_metrics
 from drl_ac.tabular import train_tabular
-from envs import NetworkSpec, SpecError, load_spec
+from envs import NetworkSpec, SpecError, available_scenarios, load_spec
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--baselines", action="store_true", help="compare with tuned rules, tabular R-learning, accept-all")
     p.add_argument("--tune-arrivals", type=int, default=60_000, help="arrivals per candidate when tuning rules")
+    p.add_argument("--tabular-lam", type=float, default=None,
+                   help="multiplier of the tabular baseline (default: the scenario's, else the learned one's)")
     p.add_argument("--tabular-decisions", type=int, default=None,
                    help="training decisions of the tabular baseline (default: the paper's 500k, 1.5M for 4+ stations)")
     args = p.parse_args(argv)
@@ -63,12 +65,22 @@ def compare_with_baselines(policy, learned: dict, spec, args) -> list[dict]:
     run = {"arrivals": args.arrivals, "seed": args.seed, "num_envs": args.num_envs}
     for name, tuned in tuned_rules(spec, arrivals=args.tune_arrivals).items():
         rows.append({"policy": name, "rule": tuned.rule.describe(), **evaluate(tuned.rule, spec, **run)})
-    lam = spec.lam if spec.lam is not None else float(policy.metadata.get("lam", 1.0))
+    lam = args.tabular_lam if args.tabular_lam is not None else paper_lam(spec, policy)
     decisions = args.tabular_decisions or (500_000 if spec.num_stations < 4 else 1_500_000)
     tab = train_tabular(spec, decisions, lam=lam, seed=args.seed)
     rows.append({"policy": "tabular R-learning", "rule": f"lam {lam:g}, {decisions} decisions", **evaluate(tab, spec, **run)})
     rows.append({"policy": "accept-all", "rule": "", **evaluate(AcceptAll(), spec, **run)})
     return rows
+
+
+def paper_lam(spec, policy) -> float:
+    """The fixed multiplier of the spec or of the registered scenario of that name (the paper's
+    presets), else the multiplier the learned controller ended with."""
+    if spec.lam is not None:
+        return spec.lam
+    if spec.name in available_scenarios() and load_spec(spec.name).lam is not None:
+        return load_spec(spec.name).lam
+    return float(policy.metadata.get("lam", 1.0))
 
 
 def format_table(rows: list[dict], spec) -> str:
