@@ -15,19 +15,11 @@ from drl_ac.evaluation import evaluate
 from envs import NetworkSpec
 
 
-class AcceptAll:
-    name = "accept-all"
-
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        return np.ones(obs.shape[0], np.int64)
-
-
 @dataclass
 class TotalThreshold:
     """Accept iff the total number of waiting jobs is below k."""
 
     k: int
-    name: str = "total threshold"
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         return (obs.sum(1) < self.k).astype(np.int64)
@@ -41,7 +33,6 @@ class StationThresholds:
     """Accept iff every station's queue is below its own threshold."""
 
     ks: tuple[int, ...]
-    name: str = "per-station thresholds"
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         return (obs < np.asarray(self.ks)).all(1).astype(np.int64)
@@ -56,7 +47,6 @@ class WeightedThreshold:
 
     weights: tuple[float, ...]
     k: float
-    name: str = "weighted threshold"
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         return (obs @ np.asarray(self.weights) < self.k).astype(np.int64)

@@ -16,17 +16,9 @@ import argparse
 import time
 import tracemalloc
 
-import numpy as np
-
+from drl_ac.baselines import TotalThreshold
 from envs import QueueNetworkSim, load_spec
-
-
-def accept_all(obs: np.ndarray) -> np.ndarray:
-    return np.ones(obs.shape[0], bool)
-
-
-def threshold(obs: np.ndarray, k: int = 9) -> np.ndarray:
-    return obs.sum(1) < k
+from envs.rollout import accept_all, collect
 
 
 def peak_memory_mb(spec, policy, num_envs: int, warmup_steps: int = 200, traced_steps: int = 20) -> float:
@@ -75,7 +67,7 @@ def simulator_table(sizes: list[int], decisions: int) -> None:
     print(f"simulator: paper_tandem, {decisions} decisions per row after 200 warm-up steps")
     print(f"{'policy':<14}{'B':>7}{'decisions/s':>14}{'x B=1':>8}{'peak MB':>9}{'rejected':>10}"
           f"{'cf time':>9}{'cf/s':>11}{'K':>6}")
-    for name, policy in (("accept-all", accept_all), ("threshold k=9", threshold)):
+    for name, policy in (("accept-all", accept_all), ("threshold k=9", TotalThreshold(9))):
         base = None
         for b in sizes:
             r = measure(spec, policy, b, decisions if b > 1 else min(decisions, 20000))
@@ -87,11 +79,9 @@ def simulator_table(sizes: list[int], decisions: int) -> None:
 
 def accept_all_delays(num_envs: int = 4096, warmup: int = 2000, steps: int = 60) -> None:
     """Mean delay and P(d > d_ub) of paper_tandem under accept-all, both delay measures."""
-    from envs.rollout import collect
-
     spec = load_spec("paper_tandem")  # paper measure in `delay`; the sojourn time is reported beside it
     sim = QueueNetworkSim(spec, num_envs, seed=0)
-    done, _ = collect(sim, lambda obs: np.ones(obs.shape[0], np.int64), steps, warmup)
+    done, _ = collect(sim, accept_all, steps, warmup)
     print(f"\naccept-all on paper_tandem: B = {num_envs}, {len(done)} arrivals after {warmup} warm-up steps")
     for name, d in (("paper measure", done.delay), ("sojourn", done.sojourn)):
         print(f"  {name:<14} mean delay {d.mean():8.3f}   P(d > {spec.d_ub:g}) = {(d > spec.d_ub).mean():.4f}")

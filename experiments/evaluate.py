@@ -16,11 +16,12 @@ import json
 import sys
 from pathlib import Path
 
-from drl_ac.baselines import AcceptAll, tuned_rules
+from drl_ac.baselines import tuned_rules
 from drl_ac.checkpoint import CheckpointError, load_policy
 from drl_ac.evaluation import evaluate, format_metrics
 from drl_ac.tabular import train_tabular
 from envs import NetworkSpec, SpecError, available_scenarios, load_spec
+from envs.rollout import accept_all
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -69,7 +70,7 @@ def compare_with_baselines(policy, learned: dict, spec, args) -> list[dict]:
     decisions = args.tabular_decisions or (500_000 if spec.num_stations < 4 else 1_500_000)
     tab = train_tabular(spec, decisions, lam=lam, seed=args.seed)
     rows.append({"policy": "tabular R-learning", "rule": f"lam {lam:g}, {decisions} decisions", **evaluate(tab, spec, **run)})
-    rows.append({"policy": "accept-all", "rule": "", **evaluate(AcceptAll(), spec, **run)})
+    rows.append({"policy": "accept-all", "rule": "", **evaluate(accept_all, spec, **run)})
     return rows
 
 

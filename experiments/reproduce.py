@@ -22,10 +22,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from drl_ac.baselines import AcceptAll  # noqa: E402
 from drl_ac.checkpoint import LoadedPolicy  # noqa: E402
 from drl_ac.evaluation import evaluate  # noqa: E402
 from drl_ac.trainer import TrainConfig, Trainer  # noqa: E402
+from envs.rollout import accept_all  # noqa: E402
 
 METRICS = ("violation", "objective", "acceptance", "throughput")
 
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
             runs.append(curves)
             finals.append(evaluate(LoadedPolicy(trainer.policy_section()), spec, arrivals=args.arrivals,
                                    seed=10_000 + seed))
-        no_ac = evaluate(AcceptAll(), spec, arrivals=args.arrivals, seed=10_000)
+        no_ac = evaluate(accept_all, spec, arrivals=args.arrivals, seed=10_000)
         plot(scenario, runs, spec.eps, no_ac, args.out)
         stats = {}
         for k in ("violation", "acceptance", "throughput", "objective", "mean_delay"):

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from envs import NetworkSpec
-from envs.distributions import Deterministic, Exponential
+from envs.distributions import Deterministic
 
 torch.set_num_threads(1)  # the tests run many tiny batches: threads only add contention
 
@@ -19,7 +19,3 @@ def overtaking_spec():
     return NetworkSpec.tandem([2, 1], [Deterministic(1.0), Deterministic(2.0)], Deterministic(1.0),
                               d_ub=5.0, eps=0.1, lam=1.0)
 
-
-@pytest.fixture
-def mm1_spec():
-    return NetworkSpec.tandem([1], [Exponential(1.0)], Exponential(1 / 0.7), d_ub=10.0, eps=0.1)
