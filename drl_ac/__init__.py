@@ -3,9 +3,9 @@
 __version__ = "0.1.0"
 
 from drl_ac.checkpoint import CheckpointError, load_policy  # noqa: E402
-from drl_ac.evaluation import evaluate  # noqa: E402
-from drl_ac.learner import DifferentialQLearner, LearnerConfig  # noqa: E402
-from drl_ac.trainer import TrainConfig, Trainer  # noqa: E402
+from drl_ac.evaluation.metrics import evaluate  # noqa: E402
+from drl_ac.learning.learner import DifferentialQLearner, LearnerConfig  # noqa: E402
+from drl_ac.learning.trainer import TrainConfig, Trainer  # noqa: E402
 from envs.reward import reward  # noqa: E402
 
 __all__ = ["CheckpointError", "DifferentialQLearner", "LearnerConfig", "TrainConfig", "Trainer",

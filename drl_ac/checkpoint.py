@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from drl_ac.qnet import GreedyPolicy, QNetwork
+from drl_ac.learning.qnet import GreedyPolicy, QNetwork
 
 POLICY_FORMAT = "drl_ac.policy"
 CHECKPOINT_FORMAT = "drl_ac.checkpoint"

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from drl_ac.store import Experiences
+from drl_ac.learning.store import Experiences
 
 
 class RunningStats:

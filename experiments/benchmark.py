@@ -16,7 +16,7 @@ import argparse
 import time
 import tracemalloc
 
-from drl_ac.baselines import TotalThreshold
+from drl_ac.evaluation.baselines import TotalThreshold
 from envs import QueueNetworkSim, load_spec
 from envs.rollout import accept_all, collect
 
@@ -90,7 +90,7 @@ def accept_all_delays(num_envs: int = 4096, warmup: int = 2000, steps: int = 60)
 def training_table(sizes: list[int], seconds: float) -> None:
     import torch
 
-    from drl_ac.trainer import TrainConfig, Trainer
+    from drl_ac.learning.trainer import TrainConfig, Trainer
 
     print(f"\ntraining: paper_tandem, decisions/s with learning over {seconds:g} s, torch threads "
           f"{torch.get_num_threads()}")

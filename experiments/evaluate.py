@@ -16,10 +16,10 @@ import json
 import sys
 from pathlib import Path
 
-from drl_ac.baselines import tuned_rules
 from drl_ac.checkpoint import CheckpointError, load_policy
-from drl_ac.evaluation import evaluate, format_metrics
-from drl_ac.tabular import train_tabular
+from drl_ac.evaluation.baselines import tuned_rules
+from drl_ac.evaluation.metrics import evaluate, format_metrics
+from drl_ac.evaluation.tabular import train_tabular
 from envs import NetworkSpec, SpecError, available_scenarios, load_spec
 from envs.rollout import accept_all
 

@@ -15,11 +15,11 @@ import argparse
 import json
 from pathlib import Path
 
-from drl_ac import exact
-from drl_ac.calibration import calibrated_section
 from drl_ac.checkpoint import LoadedPolicy
-from drl_ac.evaluation import evaluate
-from drl_ac.trainer import TrainConfig, Trainer
+from drl_ac.evaluation.calibration import calibrated_section
+from drl_ac.evaluation.metrics import evaluate
+from drl_ac.learning.trainer import TrainConfig, Trainer
+from drl_ac.theory import mmc_admission as exact
 from envs import NetworkSpec, SpecError, load_spec
 from envs.distributions import Exponential
 

@@ -23,8 +23,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from drl_ac.checkpoint import LoadedPolicy  # noqa: E402
-from drl_ac.evaluation import evaluate  # noqa: E402
-from drl_ac.trainer import TrainConfig, Trainer  # noqa: E402
+from drl_ac.evaluation.metrics import evaluate  # noqa: E402
+from drl_ac.learning.trainer import TrainConfig, Trainer  # noqa: E402
 from envs.rollout import accept_all  # noqa: E402
 
 METRICS = ("violation", "objective", "acceptance", "throughput")

@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from drl_ac.sweep import default_workers, run_trials, summarize, write_results
+from drl_ac.evaluation.sweep import default_workers, run_trials, summarize, write_results
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -21,12 +21,12 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from drl_ac.calibration import calibrated_section
 from drl_ac.checkpoint import LoadedPolicy, export_torchscript, save_atomic
-from drl_ac.evaluation import evaluate, format_metrics
-from drl_ac.learner import LearnerConfig
+from drl_ac.evaluation.calibration import calibrated_section
+from drl_ac.evaluation.metrics import evaluate, format_metrics
+from drl_ac.learning.learner import LearnerConfig
+from drl_ac.learning.trainer import TrainConfig, Trainer
 from drl_ac.tracking import WandbLogger
-from drl_ac.trainer import TrainConfig, Trainer
 from envs import SpecError
 
 

@@ -3,16 +3,16 @@
 import numpy as np
 import pytest
 
-from drl_ac.baselines import (
+from drl_ac.evaluation.baselines import (
     StationThresholds,
     TotalThreshold,
     WeightedThreshold,
     tune_total,
     wait_weights,
 )
-from drl_ac.exact import threshold_policy
-from drl_ac.store import Experiences
-from drl_ac.tabular import TabularRLearner, train_tabular
+from drl_ac.evaluation.tabular import TabularRLearner, train_tabular
+from drl_ac.learning.store import Experiences
+from drl_ac.theory.mmc_admission import threshold_policy
 from envs import NetworkSpec, load_spec
 from envs.distributions import Exponential
 

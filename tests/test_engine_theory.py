@@ -4,10 +4,10 @@ independent instances (B replications), so a correct engine fails with probabili
 import numpy as np
 import pytest
 
+from drl_ac.theory.queueing import mmc_mean_wait, mmc_wait_tail, pk_mean_wait
 from envs import NetworkSpec, QueueNetworkSim
 from envs.distributions import Deterministic, Exponential, Gamma
 from envs.rollout import accept_all, collect
-from tests.queueing_formulas import mmc_mean_wait, mmc_wait_tail, pk_mean_wait
 
 Z = 4.5
 

@@ -5,7 +5,13 @@ import math
 import numpy as np
 import pytest
 
-from drl_ac.exact import best_threshold, meet_probability, solve, solve_lp, threshold_policy
+from drl_ac.theory.mmc_admission import (
+    best_threshold,
+    meet_probability,
+    solve,
+    solve_lp,
+    threshold_policy,
+)
 from envs import NetworkSpec, QueueNetworkSim
 from envs.distributions import Exponential
 from envs.rollout import accept_all, collect

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from drl_ac.sweep import lagrangian, run_trials, summarize
+from drl_ac.evaluation.sweep import lagrangian, run_trials, summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from drl_ac.learner import DifferentialQLearner, LearnerConfig
+from drl_ac.learning.learner import DifferentialQLearner, LearnerConfig
 
 
 def linear_learner(b0, b1, **kw):

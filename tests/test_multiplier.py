@@ -1,6 +1,6 @@
 import pytest
 
-from drl_ac.multiplier import LagrangeMultiplier
+from drl_ac.learning.multiplier import LagrangeMultiplier
 
 
 @pytest.mark.parametrize("kp", [0.0, 5.0])

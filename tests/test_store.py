@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from drl_ac.store import DelayedCompletionStore
+from drl_ac.learning.store import DelayedCompletionStore
 from envs import make_vector
 
 

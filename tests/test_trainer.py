@@ -11,7 +11,7 @@ import torch
 import yaml
 
 from drl_ac import CheckpointError, TrainConfig, Trainer, load_policy
-from drl_ac.learner import LearnerConfig
+from drl_ac.learning.learner import LearnerConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -136,9 +136,9 @@ def test_train_and_evaluate_entry_points(mm1_yaml, tmp_path):
 
 
 def test_calibrated_bias_meets_target_and_moves_operating_point(mm1_yaml):
-    from drl_ac.calibration import calibrate_bias
     from drl_ac.checkpoint import LoadedPolicy
-    from drl_ac.evaluation import evaluate
+    from drl_ac.evaluation.calibration import calibrate_bias
+    from drl_ac.evaluation.metrics import evaluate
 
     trainer = Trainer(small_config(mm1_yaml, steps=20_000))
     trainer.train()

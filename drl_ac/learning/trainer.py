@@ -30,11 +30,11 @@ from drl_ac.checkpoint import (
     to_tensors,
     versions,
 )
-from drl_ac.interaction import act, epsilon_greedy
-from drl_ac.learner import DifferentialQLearner, LearnerConfig
-from drl_ac.multiplier import LagrangeMultiplier
-from drl_ac.replay import ReplayBuffer
-from drl_ac.store import DelayedCompletionStore
+from drl_ac.learning.interaction import act, epsilon_greedy
+from drl_ac.learning.learner import DifferentialQLearner, LearnerConfig
+from drl_ac.learning.multiplier import LagrangeMultiplier
+from drl_ac.learning.replay import ReplayBuffer
+from drl_ac.learning.store import DelayedCompletionStore
 from drl_ac.tracking import RunningStats
 from envs import AdmissionVectorEnv, NetworkSpec, load_spec
 

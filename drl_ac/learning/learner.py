@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from drl_ac.qnet import QNetwork
+from drl_ac.learning.qnet import QNetwork
 from envs.reward import reward
 
 

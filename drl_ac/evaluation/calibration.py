@@ -11,7 +11,7 @@ violation is at most the target.
 from __future__ import annotations
 
 from drl_ac.checkpoint import LoadedPolicy
-from drl_ac.evaluation import evaluate
+from drl_ac.evaluation.metrics import evaluate
 from envs import NetworkSpec
 
 

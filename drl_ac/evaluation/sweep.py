@@ -28,9 +28,9 @@ def run_trial(trial: dict) -> dict:
     import torch
 
     from drl_ac.checkpoint import LoadedPolicy
-    from drl_ac.evaluation import evaluate
+    from drl_ac.evaluation.metrics import evaluate
+    from drl_ac.learning.trainer import TrainConfig, Trainer
     from drl_ac.tracking import WandbLogger
-    from drl_ac.trainer import TrainConfig, Trainer
 
     torch.set_num_threads(trial.get("threads", 1))
     config = TrainConfig(scenario=trial["scenario"], lam=float(trial["lam"]), seed=int(trial["seed"]),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from drl_ac.store import DelayedCompletionStore, Experiences
+from drl_ac.learning.store import DelayedCompletionStore, Experiences
 from envs import AdmissionVectorEnv
 
 

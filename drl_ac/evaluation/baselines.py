@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from drl_ac.evaluation import evaluate
+from drl_ac.evaluation.metrics import evaluate
 from envs import NetworkSpec
 
 

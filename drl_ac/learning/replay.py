@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from drl_ac.store import Experiences
+from drl_ac.learning.store import Experiences
 
 FIELDS = ("obs", "action", "next_obs", "greedy", "met")
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from drl_ac.interaction import act, epsilon_greedy
-from drl_ac.store import DelayedCompletionStore, Experiences
+from drl_ac.learning.interaction import act, epsilon_greedy
+from drl_ac.learning.store import DelayedCompletionStore, Experiences
 from envs import AdmissionVectorEnv, NetworkSpec
 from envs.reward import reward
 

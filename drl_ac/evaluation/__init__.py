@@ -1,0 +1,1 @@
+"""Evaluation: the common harness and metrics, tuned baseline rules, calibration, sweeps."""

@@ -1,0 +1,1 @@
+"""Learning: delayed-completion store, replay, differential Q-network and learner, multiplier, trainer."""

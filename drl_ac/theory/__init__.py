@@ -1,0 +1,1 @@
+"""Exact results used as independent truth: queueing formulas and exact optimal policies."""
