@@ -1,4 +1,3 @@
-import numpy as np
 import pytest
 import torch
 
@@ -6,11 +5,6 @@ from envs import NetworkSpec
 from envs.distributions import Deterministic
 
 torch.set_num_threads(1)  # the tests run many tiny batches: threads only add contention
-
-
-def set_current_service(sim, *per_station):
-    """Overwrite the service draws of the job arriving now (all instances)."""
-    sim.service[:, sim.t % sim.capacity, :] = np.asarray(per_station, dtype=float)
 
 
 @pytest.fixture

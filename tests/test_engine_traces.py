@@ -3,7 +3,11 @@
 import numpy as np
 
 from envs import QueueNetworkSim
-from tests.conftest import set_current_service
+
+
+def set_current_service(sim, *per_station):
+    """Overwrite the service draws of the job arriving now (all instances)."""
+    sim.service[:, sim.t % sim.capacity, :] = np.asarray(per_station, dtype=float)
 
 
 def test_overtaking_job_is_served_first_downstream(overtaking_spec):
