@@ -16,7 +16,6 @@ import os
 import pickle
 import platform
 import tempfile
-import warnings
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -24,11 +23,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from drl_ac.export import ONNX_FILE, PROGRAM_FILE, export_onnx, export_program
 from drl_ac.learning.qnet import GreedyPolicy, QNetwork
+from envs.observation import ObservationEncoding
 
 POLICY_FORMAT = "drl_ac.policy"
 CHECKPOINT_FORMAT = "drl_ac.checkpoint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_POLICY_VERSIONS = (1, 2)  # version 1 policies (2 actions, queue-length features) still load
 
 
 class CheckpointError(RuntimeError):
@@ -99,7 +101,8 @@ def load_file(path: str | Path, expected: tuple[str, ...] = (POLICY_FORMAT, CHEC
         found = obj.get("format") if isinstance(obj, dict) else type(obj).__name__
         raise CheckpointError(f"{path}: format {found!r}, expected one of {expected}. "
                               "Fix: give a file written by drl_ac's train.py.")
-    if obj.get("version") != FORMAT_VERSION:
+    readable = READABLE_POLICY_VERSIONS if obj["format"] == POLICY_FORMAT else (FORMAT_VERSION,)
+    if obj.get("version") not in readable:
         raise CheckpointError(f"{path}: format version {obj.get('version')}, this drl_ac reads {FORMAT_VERSION}. "
                               "Fix: load it with the drl_ac version that wrote it "
                               f"({obj.get('versions', {}).get('drl_ac', 'unknown')}) or retrain.")
@@ -112,7 +115,8 @@ def policy_section(obj: dict) -> dict:
 
 def build_qnet(section: dict) -> QNetwork:
     try:
-        net = QNetwork(int(section["obs_dim"]), section["scale"], tuple(section["hidden"]))
+        net = QNetwork(int(section["obs_dim"]), section["scale"], tuple(section["hidden"]),
+                       int(section.get("num_actions", 2)))
         net.load_state_dict(section["state_dict"])
     except (KeyError, RuntimeError, TypeError) as exc:
         raise CheckpointError(f"policy weights do not match the stored network shape ({exc}). "
@@ -120,23 +124,34 @@ def build_qnet(section: dict) -> QNetwork:
     return net.eval()
 
 
+def policy_encoding(section: dict) -> ObservationEncoding:
+    """The observation encoding a policy was trained with (version 1 files: queue lengths,
+    optionally busy servers, of the stored scenario's stations)."""
+    if "encoding" in section:
+        return ObservationEncoding.from_dict(section["encoding"])
+    stations = len(section["scenario"]["stations"])
+    return ObservationEncoding(stations, bool(section.get("include_in_service", False)))
+
+
 class LoadedPolicy:
-    """Greedy policy from a file: ``policy(obs)`` maps (B, N) observations to (B,) actions in {0, 1}."""
+    """Greedy policy from a file: ``policy(obs)`` maps (B, D) observations (laid out by
+    ``encoding``) to (B,) actions in ``range(num_actions)``."""
 
     def __init__(self, section: dict):
         self.metadata = {k: v for k, v in section.items() if k != "state_dict"}
         self.obs_dim = int(section["obs_dim"])
-        self.include_in_service = bool(section.get("include_in_service", False))
+        self.num_actions = int(section.get("num_actions", 2))
+        self.encoding = policy_encoding(section)
         self.bias = float(section.get("bias", 0.0))
-        self.module = GreedyPolicy(build_qnet(section), self.bias)
+        self.module = GreedyPolicy(build_qnet(section), self.bias, bool(section.get("admission", True)))
 
     @torch.no_grad()
     def __call__(self, obs: np.ndarray) -> np.ndarray:
-        obs = np.asarray(obs, np.float32)
+        obs = np.asarray(obs)
         if obs.ndim != 2 or obs.shape[1] != self.obs_dim:
-            raise ValueError(f"obs: expected shape (B, {self.obs_dim}), got {obs.shape}. Fix: pass the queue "
-                             "lengths of the network this policy was trained on.")
-        return self.module(torch.from_numpy(obs)).numpy()
+            raise ValueError(f"obs: expected shape (B, {self.obs_dim}), got {obs.shape}. Fix: pass the "
+                             "observations of the system this policy was trained on (see policy.encoding).")
+        return self.module(torch.from_numpy(obs.astype(np.float32, copy=False))).numpy()
 
 
 def load_policy(path: str | Path) -> LoadedPolicy:
@@ -144,14 +159,10 @@ def load_policy(path: str | Path) -> LoadedPolicy:
     return LoadedPolicy(policy_section(load_file(path)))
 
 
-def export_torchscript(section: dict, path: str | Path) -> Path:
-    """A TorchScript file usable without this project: ``torch.jit.load(p)(obs_tensor) -> actions``."""
-    module = GreedyPolicy(build_qnet(section), float(section.get("bias", 0.0)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        scripted = torch.jit.script(module)
-    path = Path(path)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    scripted.save(str(tmp))
-    os.replace(tmp, path)
-    return path
+def export_policy(section: dict, folder: str | Path) -> list[Path]:
+    """The greedy policy as files usable without this project: ``policy.pt2``
+    (``torch.export``) and ``policy.onnx`` (see ``drl_ac.export``)."""
+    module = LoadedPolicy(section).module
+    obs_dim = int(section["obs_dim"])
+    folder = Path(folder)
+    return [export_program(module, obs_dim, folder / PROGRAM_FILE), export_onnx(module, obs_dim, folder / ONNX_FILE)]

@@ -19,19 +19,21 @@ from drl_ac.learning.store import Experiences
 class RunningStats:
     """Exponentially weighted counts of recent outcomes, with a half-life in decisions."""
 
-    KEYS = ("rows", "accepted", "violations", "unnecessary", "greedy_accepted", "greedy_violations")
+    KEYS = ("rows", "accepted", "violations", "unnecessary", "greedy_accepted", "greedy_violations", "cost")
 
     def __init__(self, half_life: float = 100_000.0):
         self.half_life = half_life
         self.counts = dict.fromkeys(self.KEYS, 0.0)
 
     def update(self, exp: Experiences) -> None:
-        decay = 0.5 ** (len(exp) / self.half_life)
-        acc = exp.action == 1
-        miss = ~exp.met
-        new = {"rows": len(exp), "accepted": acc.sum(), "violations": (acc & miss).sum(),
-               "unnecessary": (~acc & exp.met).sum(), "greedy_accepted": (acc & exp.greedy).sum(),
-               "greedy_violations": (acc & miss & exp.greedy).sum()}
+        m = exp.action.size
+        decay = 0.5 ** (m / self.half_life)
+        acc = exp.action > 0
+        miss = ~exp.success
+        new = {"rows": m, "accepted": acc.sum(), "violations": (acc & miss).sum(),
+               "unnecessary": (~acc & exp.success).sum(), "greedy_accepted": (acc & exp.greedy).sum(),
+               "greedy_violations": (acc & miss & exp.greedy).sum(),
+               "cost": float(exp.cost[acc].sum()) if acc.any() else 0.0}
         for k in self.KEYS:
             self.counts[k] = self.counts[k] * decay + float(new[k])
 
@@ -58,6 +60,11 @@ class RunningStats:
         return self._ratio(self.counts["accepted"] - self.counts["violations"], self.counts["rows"])
 
     @property
+    def mean_cost(self) -> float:
+        """Mean cost (delay) of admitted decisions: the objective of control systems."""
+        return self._ratio(self.counts["cost"], self.counts["accepted"])
+
+    @property
     def objective(self) -> float:
         return self._ratio(self.counts["unnecessary"], self.counts["rows"])
 
@@ -65,7 +72,7 @@ class RunningStats:
         return dict(self.counts)
 
     def load_state_dict(self, state: dict) -> None:
-        self.counts = {k: float(state[k]) for k in self.KEYS}
+        self.counts = {k: float(state.get(k, 0.0)) for k in self.KEYS}
 
 
 class WandbLogger:

@@ -1,4 +1,5 @@
-"""Simulation side of drl_ac: network specs, the batched engine and Gymnasium interfaces."""
+"""Simulation side of drl_ac: system specs, the batched engine of station kinds, and the
+interfaces that step it (the driver, Gymnasium adapters)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ from typing import Any
 import gymnasium as gym
 
 from envs.distributions import Distribution, make_distribution
-from envs.engine import CapacityError, Completions, QueueNetworkSim
+from envs.driver import Driver
+from envs.engine import CapacityError, Engine, QueueNetworkSim
 from envs.errors import SpecError
-from envs.reward import met_deadline, reward
+from envs.observation import ObservationEncoding
+from envs.outcomes import Outcomes
+from envs.reward import REWARD_RULES, met_deadline, reward
 from envs.spec import NetworkSpec, StationSpec, available_scenarios, load_spec
 from envs.vector_env import AdmissionVectorEnv
 
@@ -39,6 +43,6 @@ for _name, _scenario in _REGISTERED.items():
         gym.register(f"drl_ac/{_name}-v0", entry_point="envs.single_env:AdmissionEnv",
                      kwargs={"scenario": _scenario})
 
-__all__ = ["AdmissionVectorEnv", "CapacityError", "Completions", "Distribution", "NetworkSpec",
-           "QueueNetworkSim", "SpecError", "StationSpec", "available_scenarios", "load_spec",
-           "make_distribution", "make_vector", "met_deadline", "reward"]
+__all__ = ["REWARD_RULES", "AdmissionVectorEnv", "CapacityError", "Distribution", "Driver", "Engine",
+           "NetworkSpec", "ObservationEncoding", "Outcomes", "QueueNetworkSim", "SpecError", "StationSpec",
+           "available_scenarios", "load_spec", "make_distribution", "make_vector", "met_deadline", "reward"]

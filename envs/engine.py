@@ -1,37 +1,32 @@
-"""Batched, job-tracking simulator of feed-forward networks of multi-server FCFS stations.
+"""Batched, job-tracking simulator of feed-forward networks of stations of any kind.
 
-B independent network instances advance in lockstep, one decision (network arrival)
-at a time. Between two arrivals each instance processes its own service completions in
-time order; all instances do so together, one event per instance per NumPy operation,
-so the hot path has no Python loop over instances or jobs.
+B independent instances advance in lockstep, one decision (network arrival) at a time.
+Between two arrivals each instance processes its own events in time order; all instances
+do so together, one event per instance per NumPy operation, so the hot path has no Python
+loop over instances or jobs.
 
-Design, and why it is exact:
-* The only events besides arrivals are service completions, one per busy server, so
-  the pending-event set of an instance is a fixed (S,) array of completion times
-  (S = total servers). The earliest is found with one argmin over (B, S).
-* Waiting jobs sit in one FIFO ring buffer per station. A job that arrives at a
-  station takes a free server if one exists, else joins the tail; a freed server takes
-  the head. Events of one instance are processed in time order, so a job that overtakes
-  another at a multi-server station also arrives (and is served) first downstream.
-* Every job's randomness (entry station, service time at every station, route) is drawn
-  when it arrives at the network, before the decision. The counterfactual of a rejected
-  job therefore replays exactly the service draws the real network would have used.
-* Jobs live in a table indexed by ``decision step % K``. If a slot is still occupied
-  when its turn comes again, K doubles (ids keep their order); memory is bounded by the
-  jobs present, never by the run length, and no job is ever dropped.
-
-Adding a station type (processor sharing, loss stations, redundancy): a station type
-owns how an arrival is placed (``_arrive``), what a completion frees (``_complete``) and
-its next event time (the server completion array). Jobs' per-station draws already live
-in the job table, so classes or replicas add columns there, not a new engine.
+* Pending events: one array ``next_event`` (B, E); each station kind (``envs.kinds``) owns
+  a block of its columns. The earliest event of every instance is one argmin; the kind
+  owning it handles it and reports jobs that finished at a station; the dispatch rule
+  (``envs.dispatch``) says where they go next.
+* Every job's randomness (class, service at every station, route) is drawn when it
+  arrives at the network, before the decision, into the job table (``envs.jobs``): a probe
+  (``envs.probe``) therefore replays exactly what the real network would have drawn.
+* Jobs live in the table at slot ``decision step % K``; K doubles when needed. Memory is
+  bounded by the jobs present, never by the run length, and no job is ever dropped.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-
 import numpy as np
 
+from envs.arrivals import ClassArrivals
+from envs.dispatch import ProbabilisticRouting
+from envs.jobs import Column, StepRing, remap
+from envs.kinds import KINDS
+from envs.kinds.base import State
+from envs.outcomes import Outcomes
+from envs.probe import Probe
 from envs.spec import NetworkSpec
 
 
@@ -39,91 +34,22 @@ class CapacityError(RuntimeError):
     """An instance holds more jobs than ``max_jobs``; raised instead of dropping any."""
 
 
-@dataclass
-class Completions:
-    """Outcomes that became known during one step, one row per decision.
+class RecordWaits:
+    """Observer of the real network: per-station waits go to the job table."""
 
-    ``delay`` uses the spec's delay measure; for a rejected job it is the counterfactual
-    delay, ``inf`` when the fast-forward stopped early because the deadline was already
-    missed. ``wait``/``service`` are (M, N) per-station times (NaN: not visited or rejected).
-    """
+    def __init__(self, eng: Engine):
+        self.eng = eng
 
-    env: np.ndarray
-    step: np.ndarray
-    accepted: np.ndarray
-    delay: np.ndarray
-    sojourn: np.ndarray
-    arrival_time: np.ndarray
-    departure_time: np.ndarray
-    wait: np.ndarray
-    service: np.ndarray
-
-    def __len__(self) -> int:
-        return int(self.env.size)
-
-    def info(self) -> dict[str, np.ndarray]:
-        """The 1-D columns, as given to users in ``info["completed"]``."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name).ndim == 1}
-
-    @staticmethod
-    def concat(parts: list[Completions], num_stations: int) -> Completions:
-        if not parts:
-            empty = np.empty(0)
-            return Completions(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, bool),
-                               empty, empty, empty, empty, np.empty((0, num_stations)), np.empty((0, num_stations)))
-        return Completions(*(np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(Completions)))
+    def started(self, st, inst, rows, jid, n, when, wait, service, end) -> None:
+        jobs = self.eng.jobs
+        K = jobs.capacity
+        jobs.wait.reshape(-1)[(inst[rows] * K + jid % K) * self.eng.N + n] = wait
 
 
-@dataclass
-class _Tag:
-    """Book-keeping of a counterfactual: the job followed, each row's latest time at which
-    the next event may still matter (tightened as the job starts its services), and the
-    outcome once the job starts service at its last station."""
-
-    job: int
-    horizon: np.ndarray
-    departure: np.ndarray
-    wait_sum: np.ndarray
-
-
-@dataclass
-class _Dynamics:
-    """The mutable state of some instances: servers, queues, and per-job timing.
-
-    A counterfactual works on a copy of these rows only (``take``); the job draws are
-    shared read-only with the real network.
-    """
-
-    server_done: np.ndarray  # (R, S) completion time, inf when idle
-    server_job: np.ndarray  # (R, S) id of the job in service, -1 when idle
-    q_buf: np.ndarray  # (R, N, Q) ring buffers of waiting job ids
-    q_head: np.ndarray  # (R, N)
-    q_len: np.ndarray  # (R, N)
-    since: np.ndarray  # (R, K) time the job arrived at its current station
-    wait_sum: np.ndarray  # (R, K) total wait so far
-    tag: _Tag | None = None  # set on counterfactual copies only
-
-    @classmethod
-    def arrays(cls) -> list[str]:
-        return [f.name for f in fields(cls) if f.name != "tag"]
-
-    def take(self, rows: np.ndarray) -> _Dynamics:
-        return _Dynamics(*(getattr(self, name)[rows] for name in self.arrays()))
-
-    def grow_queues(self) -> None:
-        """Double the ring buffers, unrolling each so that its head is at 0."""
-        q = self.q_buf.shape[2]
-        order = (self.q_head[:, :, None] + np.arange(q)) % q
-        buf = np.full(self.q_buf.shape[:2] + (2 * q,), -1, dtype=self.q_buf.dtype)
-        buf[:, :, :q] = np.take_along_axis(self.q_buf, order, axis=2)
-        self.q_buf = buf
-        self.q_head[:] = 0
-
-
-class QueueNetworkSim:
+class Engine:
     """B instances of one network, stepped from arrival to arrival.
 
-    Use: ``reset(seed)``; then repeatedly ``observe()``, decide, ``step(accept)``.
+    Use: ``reset(seed)``; then repeatedly ``observe()``, decide, ``step(actions)``.
     """
 
     def __init__(self, spec: NetworkSpec, num_envs: int, seed: int | None = None,
@@ -133,17 +59,26 @@ class QueueNetworkSim:
         self.spec = spec
         self.B = int(num_envs)
         self.N = spec.num_stations
-        self.server_station = np.repeat(np.arange(self.N), spec.servers)
-        self.station_first_server = np.concatenate([[0], np.cumsum(spec.servers)[:-1]])
-        self.S = int(self.server_station.size)
         self.max_jobs = int(max_jobs)
-        self.exact_counterfactual = exact_counterfactual
         self._initial_capacity = int(capacity)
-        routing = np.asarray(spec.routing)
-        self._route_cum = np.cumsum(routing, axis=1)
-        self._route_fixed = [int(np.argmax(r)) if r.max() == 1.0 else -1 for r in routing]
-        self._entry_cum = np.cumsum(spec.entry)
-        self._entry_fixed = int(np.argmax(spec.entry)) if max(spec.entry) == 1.0 else -1
+        self.kinds = []
+        self.station_kind = np.zeros(self.N, np.int64)
+        offset = 0
+        for name in dict.fromkeys(st.kind for st in spec.stations):
+            members = [n for n, st in enumerate(spec.stations) if st.kind == name]
+            kind = KINDS[name](members, [spec.stations[n].servers for n in members], offset, self.N)
+            self.station_kind[members] = len(self.kinds)
+            self.kinds.append(kind)
+            offset += kind.slots
+        self.E = offset
+        self.slot_kind = np.concatenate([np.full(k.slots, i) for i, k in enumerate(self.kinds)])
+        self.single_kind = self.kinds[0] if len(self.kinds) == 1 else None
+        self.routing = ProbabilisticRouting(spec)
+        self.d_ub = spec.class_deadlines()  # per job class
+        self.columns = (Column("arrival_time"), Column("job_class", (), np.int64), Column("action", (), np.int64),
+                        Column("service", (self.N,)), Column("wait", (self.N,), np.float64, np.nan),
+                        *self.routing.columns)
+        self.probe = Probe(self, exact=exact_counterfactual)
         self._all = np.arange(self.B)
         self.reset(seed)
 
@@ -151,326 +86,248 @@ class QueueNetworkSim:
     @property
     def capacity(self) -> int:
         """Current job-table size K per instance (grows on demand)."""
-        return self.job_id.shape[1]
+        return self.jobs.capacity
+
+    @property
+    def occupied(self) -> np.ndarray:
+        """(B, K) admitted jobs still in the network."""
+        return self.jobs.live
 
     def reset(self, seed: int | None = None) -> None:
         """Empty network; the clock advances to the first arrival."""
         if seed is not None or not hasattr(self, "rng"):
             self.rng = np.random.default_rng(seed)
-        B, N, K, S = self.B, self.N, self._initial_capacity, self.S
-        self.state = _Dynamics(
-            server_done=np.full((B, S), np.inf), server_job=np.full((B, S), -1, np.int64),
-            q_buf=np.full((B, N, 16), -1, np.int64), q_head=np.zeros((B, N), np.int64),
-            q_len=np.zeros((B, N), np.int64), since=np.zeros((B, K)), wait_sum=np.zeros((B, K)))
-        self.job_id = np.tile(np.arange(K, dtype=np.int64) - K, (B, 1))
-        self.arrival_time = np.zeros((B, K))
-        self.entry = np.zeros((B, K), np.int64)
-        self.service = np.zeros((B, K, N))
-        self.route = np.zeros((B, K, N), np.int64)
-        self.wait = np.full((B, K, N), np.nan)
-        self.occupied = np.zeros((B, K), bool)
+        B, K = self.B, self._initial_capacity
+        self.jobs = StepRing(B, self.columns, K, on_grow=self._on_grow)
+        arrays = {"next_event": np.full((B, self.E), np.inf), "since": np.zeros((B, K)), "wait_sum": np.zeros((B, K))}
+        for kind in self.kinds:
+            arrays.update(kind.init_state(B))
+        self.state = State(arrays, RecordWaits(self))
         self.t = 0
-        self.now = self.spec.arrival.sample(self.rng, B)
+        self.arrivals = ClassArrivals(self.spec.arrival_processes())
+        self.arrivals.reset(self.rng, B)
+        self.now, self.arriving = self.arrivals.pop(self.rng)
         self._new_arrival()
 
-    _JOB_ARRAYS = ("job_id", "arrival_time", "entry", "service", "route", "wait", "occupied", "now")
+    def reset_instances(self, rows: np.ndarray) -> None:
+        """Empty the instances ``rows`` (their jobs vanish unreported); they restart at time
+        zero with a fresh arrival, in step with the others."""
+        rows = np.asarray(rows, np.int64)
+        st = self.state
+        st.next_event[rows] = np.inf
+        for kind in self.kinds:
+            kind.clear(st, rows)
+        self.jobs.live[rows] = False
+        fresh = ClassArrivals(self.arrivals.processes)
+        fresh.reset(self.rng, rows.size)
+        self.now[rows], self.arriving[rows] = fresh.pop(self.rng)
+        self.arrivals.next_time[rows] = fresh.next_time
+        slot = self.t % self.capacity
+        self.jobs.arrival_time[rows, slot] = self.now[rows]
+        self.jobs.job_class[rows, slot] = self.arriving[rows]
 
     def get_state(self) -> dict:
         """Everything the future depends on (arrays copied), for checkpoints and resume."""
-        return {"t": self.t, "rng": self.rng.bit_generator.state,
-                "jobs": {k: getattr(self, k).copy() for k in self._JOB_ARRAYS},
-                "dynamics": {name: getattr(self.state, name).copy() for name in _Dynamics.arrays()}}
+        return {"t": self.t, "rng": self.rng.bit_generator.state, "now": self.now.copy(),
+                "arriving": self.arriving.copy(), "arrivals": self.arrivals.get_state(),
+                "jobs": self.jobs.get_state(), "dynamics": {k: v.copy() for k, v in self.state.arrays().items()}}
 
     def set_state(self, state: dict) -> None:
-        if state["jobs"]["now"].shape != (self.B,) or state["dynamics"]["server_done"].shape[1] != self.S:
-            raise ValueError("simulator state: saved for a different number of instances or servers. "
+        if state["now"].shape != (self.B,) or state["dynamics"]["next_event"].shape[1] != self.E:
+            raise ValueError("simulator state: saved for a different number of instances or stations. "
                              "Fix: resume with the same scenario and num_envs.")
         self.t = int(state["t"])
         self.rng.bit_generator.state = state["rng"]
-        for k in self._JOB_ARRAYS:
-            setattr(self, k, np.array(state["jobs"][k]))
-        self.state = _Dynamics(**{k: np.array(v) for k, v in state["dynamics"].items()})
+        self.now = np.array(state["now"])
+        self.arriving = np.array(state["arriving"])
+        self.arrivals.set_state(state["arrivals"])
+        self.jobs.set_state(state["jobs"])
+        self.state = State({k: np.array(v) for k, v in state["dynamics"].items()}, RecordWaits(self))
+
+    def waiting(self) -> np.ndarray:
+        """(B, N) jobs waiting (not in service) per station: the paper's state."""
+        if self.single_kind is not None:  # it serves every station, in order
+            return self.single_kind.waiting(self.state)
+        return self._per_station("waiting")
+
+    def busy(self) -> np.ndarray:
+        """(B, N) servers in use per station."""
+        return self._per_station("busy")
+
+    def _per_station(self, what: str) -> np.ndarray:
+        out = np.zeros((self.B, self.N), np.int64)
+        for kind in self.kinds:
+            out[:, kind.stations] = getattr(kind, what)(self.state)
+        return out
 
     def observe(self, include_in_service: bool = False) -> np.ndarray:
-        """Jobs waiting (not in service) per station at the current arrival: the paper's state.
-
-        With ``include_in_service`` the busy-server counts per station follow, (B, 2N).
-        """
-        waiting = self.state.q_len.astype(np.float32)
+        """Jobs waiting per station at the current arrival, float32 (B, N); with
+        ``include_in_service`` the busy servers per station follow, (B, 2N)."""
+        waiting = self.waiting().astype(np.float32)
         if not include_in_service:
             return waiting
-        busy = np.add.reduceat(np.isfinite(self.state.server_done), self.station_first_server, axis=1)
-        return np.concatenate([waiting, busy.astype(np.float32)], axis=1)
+        return np.concatenate([waiting, self.busy().astype(np.float32)], axis=1)
 
     def jobs_in_system(self) -> np.ndarray:
         """(B,) number of admitted jobs still in the network."""
-        return self.occupied.sum(1)
+        return self.jobs.live.sum(1)
 
-    def step(self, accept: np.ndarray) -> Completions:
+    def step(self, action: np.ndarray) -> Outcomes:
         """Apply the decisions for the current arrivals, then advance every instance to its
-        next arrival. Returns the outcomes that became known: the counterfactuals of the
-        jobs rejected now and the departures of earlier accepted jobs."""
-        accept = np.asarray(accept).astype(bool).reshape(self.B)
-        parts: list[Completions] = []
-        rejected = np.flatnonzero(~accept)
-        if rejected.size:
-            parts.append(self.counterfactual(rejected))
-        admitted = np.flatnonzero(accept)
+        next arrival. Returns the outcomes that became known: the probes of the jobs rejected
+        now and the departures of earlier admitted jobs."""
+        action = np.asarray(action, np.int64).reshape(self.B)
+        parts: list[Outcomes] = []
+        if self.spec.admission:
+            rejected = np.flatnonzero(action == 0)
+            if rejected.size:
+                parts.append(self.probe.run(rejected))
+            admitted = np.flatnonzero(action != 0)
+        else:
+            admitted = self._all
         if admitted.size:
             slot = self.t % self.capacity
-            self.occupied[admitted, slot] = True
-            self.state.wait_sum[admitted, slot] = 0.0
-            self._arrive(self.state, self._all, admitted, np.full(admitted.size, self.t),
-                         self.entry[admitted, slot], self.now[admitted])
-        next_arrival = self.now + self.spec.arrival.sample(self.rng, self.B)
+            self.jobs.live[admitted, slot] = True
+            self.jobs.action[admitted, slot] = action[admitted]
+            self.insert(self.state, self._all, admitted, action[admitted])
+        next_arrival, self.arriving = self.arrivals.pop(self.rng)
         exits: list = []
-        self._run(self.state, self._all, next_arrival, self._depart(exits))
+        self.run(self.state, self._all, next_arrival, self._depart(exits))
         if exits:
             parts.append(self._departures(exits))
         self.now = next_arrival
         self.t += 1
         self._new_arrival()
-        return Completions.concat(parts, self.N)
+        return Outcomes.concat(parts, self.N)
 
-    def drain(self) -> Completions:
+    def drain(self) -> Outcomes:
         """Serve every job in the network with no further arrivals (for tests and evaluation)."""
         exits: list = []
-        self._run(self.state, self._all, np.full(self.B, np.inf), self._depart(exits))
-        return Completions.concat([self._departures(exits)] if exits else [], self.N)
+        self.run(self.state, self._all, np.full(self.B, np.inf), self._depart(exits))
+        return self._departures(exits) if exits else Outcomes.empty(self.N)
 
-    def counterfactual(self, rows: np.ndarray) -> Completions:
-        """Fast-forward (the paper's simulated environment): for the instances ``rows``, the
-        delay the current job would have had if admitted now with no further arrivals.
+    def counterfactual(self, rows: np.ndarray) -> Outcomes:
+        """The probe's outcome for the job arriving now at instances ``rows``, had it been
+        admitted with no further arrivals (see ``envs.probe``)."""
+        return self.probe.run(np.asarray(rows, np.int64))
 
-        Works on a copy of those rows' servers and queues only. An instance stops as soon as
-        the outcome is known: when the job starts service at its last station (its departure
-        is then fixed), or, unless built with ``exact_counterfactual=True``, when even serving
-        it without any further wait could no longer meet the deadline (delay reported as inf).
-        """
-        rows = np.asarray(rows, np.int64)
-        R, slot, t = rows.size, self.t % self.capacity, self.t
-        local = np.arange(R)
-        clone = self.state.take(rows)
-        clone.wait_sum[local, slot] = 0.0
-        start = self.now[rows]
-        total, last = self._path_service(rows, slot)
-        if self.exact_counterfactual:
-            horizon = np.full(R, np.inf)
-        else:  # the job misses iff its total wait exceeds d_ub minus the service the measure counts
-            horizon = start + self.spec.d_ub - (total if self.spec.delay == "sojourn" else last)
-        clone.tag = _Tag(t, horizon, np.full(R, np.inf), np.zeros(R))
-        self._arrive(clone, rows, local, np.full(R, t), self.entry[rows, slot], start)
-        self._run(clone, rows, horizon, lambda *_: None)
-        done, sojourn = clone.tag.departure, clone.tag.departure - start
-        delay = np.where(np.isfinite(done), sojourn if self.spec.delay == "sojourn" else clone.tag.wait_sum + last,
-                         np.inf)
-        nan = np.full((R, self.N), np.nan)
-        return Completions(rows.copy(), np.full(R, t, np.int64), np.zeros(R, bool), delay,
-                           sojourn, start.copy(), done, nan, nan.copy())
+    # ------------------------------------------------------------------ the loop
+    def insert(self, st: State, inst: np.ndarray, rows: np.ndarray, action: np.ndarray | None) -> None:
+        """Admit the job arriving now in ``rows`` of ``st`` (``action`` None: the drawn entry)."""
+        slot = self.t % self.capacity
+        st.wait_sum[rows, slot] = 0.0
+        entry = self.routing.entry(self.jobs, inst[rows], slot, action)
+        self.arrive(st, inst, rows, np.full(rows.size, self.t), entry, self.now[inst[rows]])
 
-    # ------------------------------------------------------------------ internals
-    def _delay(self, wait_sum, sojourn, inst, slot, last_station):
-        if self.spec.delay == "paper":
-            return wait_sum + self.service[inst, slot, last_station]
-        return sojourn
+    def arrive(self, st: State, inst, rows, jid, n, when) -> None:
+        if self.single_kind is not None:
+            self.single_kind.arrive(self, st, inst, rows, jid, n, when)
+            return
+        kind_of = self.station_kind[n]
+        for i, kind in enumerate(self.kinds):
+            m = np.flatnonzero(kind_of == i)
+            if m.size:
+                kind.arrive(self, st, inst, rows[m], jid[m], n[m], when[m])
 
-    def _path_service(self, rows: np.ndarray, slot: int) -> tuple[np.ndarray, np.ndarray]:
-        """The current job's total service along its drawn route, and its last station's."""
-        total = np.zeros(rows.size)
-        n = self.entry[rows, slot]
-        active = np.ones(rows.size, bool)
-        last = np.zeros(rows.size)
-        for _ in range(self.N):
-            s = self.service[rows, slot, n]
-            total += np.where(active, s, 0.0)
-            nxt = self.route[rows, slot, n]
-            ending = active & (nxt >= self.N)
-            last[ending] = s[ending]
-            active &= nxt < self.N
-            n = np.where(active, nxt, n)
-        return total, last
-
-    def _new_arrival(self) -> None:
-        """Make room for and draw the attributes of the job arriving now in every instance."""
-        while self.occupied[:, self.t % self.capacity].any():
-            self._grow_jobs()
-        B, N, slot, rng = self.B, self.N, self.t % self.capacity, self.rng
-        self.job_id[:, slot] = self.t
-        self.arrival_time[:, slot] = self.now
-        self.wait[:, slot] = np.nan
-        self.entry[:, slot] = (self._entry_fixed if self._entry_fixed >= 0
-                               else np.searchsorted(self._entry_cum, rng.random(B), side="right"))
-        for n, st in enumerate(self.spec.stations):
-            self.service[:, slot, n] = st.service.sample(rng, B)
-            fixed = self._route_fixed[n]
-            self.route[:, slot, n] = (fixed if fixed >= 0 else
-                                      np.minimum(np.searchsorted(self._route_cum[n], rng.random(B), side="right"), N))
-
-    def _grow_jobs(self) -> None:
-        old = self.capacity
-        new = 2 * old
-        if new > self.max_jobs:
-            worst = int(np.argmax(self.occupied.sum(1)))
-            raise CapacityError(
-                f"instance {worst} holds {int(self.occupied[worst].sum())} jobs (oldest admitted "
-                f"{old} decisions ago) and the job table may not grow past max_jobs={self.max_jobs}. "
-                "Fix: the network is probably unstable under this policy (reject more, or check the "
-                "spec's loads with spec.utilization()); or raise max_jobs.")
-        pos = self.job_id % new  # distinct within an instance, since old slots are distinct mod old
-
-        def remap(a: np.ndarray, fill) -> np.ndarray:
-            out = np.full((a.shape[0], new) + a.shape[2:], fill, dtype=a.dtype)
-            idx = pos.reshape(pos.shape + (1,) * (a.ndim - 2))
-            np.put_along_axis(out, np.broadcast_to(idx, a.shape), a, axis=1)
-            return out
-
-        ids = remap(self.job_id, 0)
-        # Slots no old job maps to get ids that are congruent to them and in the past.
-        unused = ~remap(np.ones_like(self.occupied), False)
-        ids[unused] = (np.arange(new) - 2 * new)[np.nonzero(unused)[1]]
-        self.job_id = ids
-        self.arrival_time = remap(self.arrival_time, 0.0)
-        self.entry = remap(self.entry, 0)
-        self.service = remap(self.service, 0.0)
-        self.route = remap(self.route, 0)
-        self.wait = remap(self.wait, np.nan)
-        self.occupied = remap(self.occupied, False)
-        self.state.since = remap(self.state.since, 0.0)
-        self.state.wait_sum = remap(self.state.wait_sum, 0.0)
-
-    def _run(self, st: _Dynamics, inst: np.ndarray, horizon: np.ndarray, on_exit) -> None:
-        """Process, per row and in time order, every service completion at time <= horizon.
+    def run(self, st: State, inst: np.ndarray, horizon: np.ndarray, on_exit) -> None:
+        """Process, per row and in time order, every event at time <= horizon.
 
         ``on_exit(rows, job_ids, last_station, time)`` is told of jobs leaving the network
         and returns a mask of those rows to stop (or None).
         """
-        first = st.server_done.min(1)
+        first = st.next_event.min(1)
         rows = np.flatnonzero((first <= horizon) & np.isfinite(first))
         while rows.size:
-            done = st.server_done[rows]
-            srv = done.argmin(1)
-            when = done[np.arange(rows.size), srv]
+            ev = st.next_event[rows]
+            slot = ev.argmin(1)
+            when = ev[np.arange(rows.size), slot]
             due = (when <= horizon[rows]) & np.isfinite(when)
             if not due.all():
-                rows, srv, when = rows[due], srv[due], when[due]
+                rows, slot, when = rows[due], slot[due], when[due]
                 if not rows.size:
                     break
-            stopped = self._complete(st, inst, rows, srv, when, on_exit)
+            stopped = self._event(st, inst, rows, slot, when, on_exit)
             if stopped is not None:
                 rows = rows[~stopped]
 
-    # The event handlers index with flat positions into reshaped views: NumPy gathers and
-    # scatters with one index array are markedly faster than with two or three.
-    def _complete(self, st, inst, rows, srv, when, on_exit):
-        K, N, S = self.capacity, self.N, self.S
-        fs = rows * S + srv
-        done, jobs = st.server_done.reshape(-1), st.server_job.reshape(-1)
-        jid = jobs[fs]
-        n = self.server_station[srv]
-        nxt = self.route.reshape(-1)[(inst[rows] * K + jid % K) * N + n]
-        done[fs] = np.inf
-        jobs[fs] = -1
-        fq = rows * N + n
-        queued = st.q_len.reshape(-1)[fq] > 0
-        if queued.all():
-            self._start(st, inst, rows, srv, self._pop(st, fq), n, when)
-        elif queued.any():
-            self._start(st, inst, rows[queued], srv[queued], self._pop(st, fq[queued]), n[queued], when[queued])
-        moving = nxt < N
+    def _event(self, st: State, inst, rows, slot, when, on_exit):
+        if self.single_kind is not None:
+            idx, jid, n = self.single_kind.handle(self, st, inst, rows, slot, when)
+        else:
+            found = []
+            kind_of = self.slot_kind[slot]
+            for i, kind in enumerate(self.kinds):
+                m = np.flatnonzero(kind_of == i)
+                if m.size:
+                    k_idx, k_jid, k_n = kind.handle(self, st, inst, rows[m], slot[m], when[m])
+                    found.append((m if k_idx is None else m[k_idx], k_jid, k_n))
+            idx, jid, n = (np.concatenate(col) for col in zip(*found, strict=True))
+        r, w = (rows, when) if idx is None else (rows[idx], when[idx])
+        nxt = self.routing.after(self.jobs, inst[r], jid, n)
+        moving = nxt < self.N
         if moving.all():
-            self._arrive(st, inst, rows, jid, nxt, when)
+            self.arrive(st, inst, r, jid, nxt, w)
             return None
         if moving.any():
-            self._arrive(st, inst, rows[moving], jid[moving], nxt[moving], when[moving])
+            self.arrive(st, inst, r[moving], jid[moving], nxt[moving], w[moving])
         leaving = np.flatnonzero(~moving)
-        stop = on_exit(rows[leaving], jid[leaving], n[leaving], when[leaving])
+        stop = on_exit(r[leaving], jid[leaving], n[leaving], w[leaving])
         if stop is None:
             return None
         stopped = np.zeros(rows.size, bool)
-        stopped[leaving[stop]] = True
+        stopped[(leaving if idx is None else idx[leaving])[stop]] = True
         return stopped
 
-    def _start(self, st, inst, rows, srv, jid, n, when) -> None:
-        K, N = self.capacity, self.N
-        fk = rows * K + jid % K
-        fj = (inst[rows] * K + jid % K) * N + n
-        w = when - st.since.reshape(-1)[fk]
-        st.wait_sum.reshape(-1)[fk] += w
-        if st is self.state:
-            self.wait.reshape(-1)[fj] = w
-        fs = rows * self.S + srv
-        service = self.service.reshape(-1)[fj]
-        st.server_done.reshape(-1)[fs] = when + service
-        st.server_job.reshape(-1)[fs] = jid
-        if st.tag is not None:
-            self._tagged_started(st, inst, rows, jid, n, when, service)
+    # ------------------------------------------------------------------ jobs
+    def _new_arrival(self) -> None:
+        """Make room for and draw the attributes of the job arriving now in every instance."""
+        jobs, rng, B = self.jobs, self.rng, self.B
+        slot = jobs.claim(self.t)
+        jobs.arrival_time[:, slot] = self.now
+        jobs.job_class[:, slot] = self.arriving
+        jobs.wait[:, slot] = np.nan
+        for n, st in enumerate(self.spec.stations):
+            jobs.service[:, slot, n] = st.service.sample(rng, B)
+        self.routing.draw(rng, jobs, slot)
 
-    def _tagged_started(self, st: _Dynamics, inst, rows, jid, n, when, service) -> None:
-        """The followed job starts a service: its deadline bound loosens by that service,
-        and at its last station its departure is fixed, which ends the row's fast-forward."""
-        tag = st.tag
-        mine = jid == tag.job
-        if not mine.any():
-            return
-        r = rows[mine]
-        tag.horizon[r] += service[mine]
-        final = self.route[inst[r], tag.job % self.capacity, n[mine]] >= self.N
-        if final.any():
-            rf = r[final]
-            tag.departure[rf] = when[mine][final] + service[mine][final]
-            tag.wait_sum[rf] = st.wait_sum[rf, tag.job % self.capacity]
-            tag.horizon[rf] = -np.inf
+    def _on_grow(self, pos: np.ndarray, new: int) -> None:
+        if new > self.max_jobs:
+            live = self.jobs.live
+            worst = int(np.argmax(live.sum(1)))
+            raise CapacityError(
+                f"instance {worst} holds {int(live[worst].sum())} jobs and the job table may not grow past "
+                f"max_jobs={self.max_jobs}. Fix: the network is probably unstable under this policy (reject "
+                "more, or check the spec's loads with spec.utilization()); or raise max_jobs.")
+        for name in State.job_arrays:
+            setattr(self.state, name, remap(getattr(self.state, name), pos, new, 0.0))
 
-    def _arrive(self, st, inst, rows, jid, n, when) -> None:
-        st.since.reshape(-1)[rows * self.capacity + jid % self.capacity] = when
-        free = np.isinf(st.server_done[rows]) & (self.server_station == n[:, None])
-        srv = free.argmax(1)
-        has_free = free[np.arange(rows.size), srv]
-        if has_free.all():
-            self._start(st, inst, rows, srv, jid, n, when)
-            return
-        if has_free.any():
-            self._start(st, inst, rows[has_free], srv[has_free], jid[has_free], n[has_free], when[has_free])
-        wait = ~has_free
-        self._push(st, rows[wait] * self.N + n[wait], jid[wait])
+    def job_delay(self, wait_sum: np.ndarray, sojourn: np.ndarray, last_service: np.ndarray) -> np.ndarray:
+        """The spec's delay measure: the sojourn time, or the paper's waits plus last service."""
+        return wait_sum + last_service if self.spec.delay == "paper" else sojourn
 
-    @staticmethod
-    def _push(st: _Dynamics, fq, jid) -> None:
-        length = st.q_len.reshape(-1)
-        if (length[fq] >= st.q_buf.shape[2]).any():
-            st.grow_queues()
-        q = st.q_buf.shape[2]
-        st.q_buf.reshape(-1)[fq * q + (st.q_head.reshape(-1)[fq] + length[fq]) % q] = jid
-        length[fq] += 1
-
-    @staticmethod
-    def _pop(st: _Dynamics, fq) -> np.ndarray:
-        q = st.q_buf.shape[2]
-        heads = st.q_head.reshape(-1)
-        head = heads[fq]
-        jid = st.q_buf.reshape(-1)[fq * q + head]
-        heads[fq] = (head + 1) % q
-        st.q_len.reshape(-1)[fq] -= 1
-        return jid
-
-    def _depart(self, parts: list[Completions]):
+    def _depart(self, exits: list):
         """An exit handler for the real network. It only notes who left when; the rows are
         built once per step by ``_departures`` (one vectorized pass instead of one per event)."""
         def on_exit(rows, jid, n, when):
-            parts.append((rows, jid, n, when))
+            exits.append((rows, jid, n, when))
             return None
         return on_exit
 
-    def _departures(self, exits: list) -> Completions:
+    def _departures(self, exits: list) -> Outcomes:
         """Outcome rows of the jobs that left, and free their table slots."""
         rows, jid, n, when = (np.concatenate(col) for col in zip(*exits, strict=True))
-        K, N = self.capacity, self.N
-        slot = jid % K
-        fk = rows * K + slot
-        arrived = self.arrival_time.reshape(-1)[fk]
+        jobs, N = self.jobs, self.N
+        K = jobs.capacity
+        fk = rows * K + jid % K
+        arrived = jobs.arrival_time.reshape(-1)[fk]
         sojourn = when - arrived
-        delay = self._delay(self.state.wait_sum.reshape(-1)[fk], sojourn, rows, slot, n)
-        wait = self.wait.reshape(-1, N)[fk]
-        service = np.where(np.isnan(wait), np.nan, self.service.reshape(-1, N)[fk])
-        self.occupied.reshape(-1)[fk] = False
-        return Completions(rows, jid, np.ones(rows.size, bool), delay, sojourn, arrived, when, wait, service)
+        service = jobs.service.reshape(-1, N)[fk]
+        delay = self.job_delay(self.state.wait_sum.reshape(-1)[fk], sojourn, service[np.arange(rows.size), n])
+        wait = jobs.wait.reshape(-1, N)[fk]
+        cls = jobs.job_class.reshape(-1)[fk]
+        jobs.live.reshape(-1)[fk] = False
+        return Outcomes(rows, jid, jobs.action.reshape(-1)[fk], np.ones(rows.size, bool), delay < self.d_ub[cls],
+                        delay, sojourn, arrived, when, cls, wait, np.where(np.isnan(wait), np.nan, service))
+
+
+QueueNetworkSim = Engine  # the name the first release used; kept for users' scripts

@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from envs.engine import Completions, QueueNetworkSim
+from envs.driver import Driver
+from envs.outcomes import Outcomes
 
 Policy = Callable[[np.ndarray], np.ndarray]
 
@@ -21,26 +22,26 @@ def accept_all(obs: np.ndarray) -> np.ndarray:
     return np.ones(obs.shape[0], np.int64)
 
 
-def collect(sim: QueueNetworkSim, policy: Policy, steps: int, warmup: int = 0,
-            include_in_service: bool = False, record_obs: bool = False
-            ) -> tuple[Completions, np.ndarray | None]:
-    """Step ``warmup + steps`` decisions from the simulator's current state, then on until
+def collect(driver: Driver, policy: Policy, steps: int, warmup: int = 0, record_obs: bool = False
+            ) -> tuple[Outcomes, np.ndarray | None]:
+    """Step ``warmup + steps`` decisions from the driver's current state, then on until
     the window's jobs have left.
 
     Returns the outcomes of the decisions taken in the last ``steps`` steps (every
-    decision, accepted or rejected, exactly once) and, with ``record_obs``, the
-    observations at those decisions, shape (steps, B, width).
+    decision exactly once) and, with ``record_obs``, the observations at those decisions,
+    shape (steps, B, width).
     """
-    first = sim.t + warmup
-    parts: list[Completions] = []
-    seen = [] if record_obs else None
+    eng = driver.engine
+    first = eng.t + warmup
     end = first + steps
-    while sim.t < end or (sim.occupied & (sim.job_id < end)).any():
-        obs = sim.observe(include_in_service)
-        if seen is not None and first <= sim.t < end:
+    parts: list[Outcomes] = []
+    seen = [] if record_obs else None
+    obs = driver.observe()
+    while eng.t < end or (eng.jobs.live & (eng.jobs.slot_step < end)).any():
+        if seen is not None and first <= eng.t < end:
             seen.append(obs)
-        parts.append(sim.step(policy(obs) == 1))
-    done = Completions.concat(parts, sim.N)
-    keep = (done.step >= first) & (done.step < end)
-    window = Completions(**{k: v[keep] for k, v in vars(done).items()})
+        obs, done = driver.step(np.asarray(policy(obs), np.int64))
+        parts.append(done)
+    done = Outcomes.concat(parts, eng.N)
+    window = done.select((done.step >= first) & (done.step < end))
     return window, (np.stack(seen) if seen is not None else None)

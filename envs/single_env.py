@@ -13,7 +13,10 @@ from envs.vector_env import AdmissionVectorEnv
 
 
 class AdmissionEnv(gym.Env):
-    """One instance of the vector environment; same observations, rewards and info."""
+    """One instance of the vector environment; same observations, rewards and info.
+
+    Registered on ``import envs`` (``gymnasium.make("drl_ac/PaperTandem-v0")`` needs that import).
+    """
 
     metadata = {"render_modes": []}
 

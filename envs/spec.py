@@ -16,23 +16,37 @@ from typing import Any
 import numpy as np
 import yaml
 
+from envs.arrivals import ArrivalProcess, PoissonProfileArrivals, RenewalArrivals, make_arrivals
 from envs.distributions import Distribution, make_distribution
 from envs.errors import SpecError
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 DELAY_MEASURES = ("sojourn", "paper")
-STATION_KINDS = ("fcfs",)
+STATION_KINDS = ("fcfs", "ps")
+OBJECTIVES = ("admission", "response_time", "deadline")
+REJECT, ACCEPT = "reject", "accept"
 EXIT = "exit"
 
 
 @dataclass(frozen=True)
 class StationSpec:
-    """A multi-server station: ``servers`` identical servers in front of one FCFS queue."""
+    """A multi-server station of a kind (``envs.kinds``): ``fcfs``, ``servers`` identical
+    servers in front of one FIFO queue; ``ps``, their rate shared equally by all jobs present."""
 
     name: str
     servers: int
     service: Distribution
     kind: str = "fcfs"
+
+
+@dataclass(frozen=True)
+class JobClass:
+    """A class of jobs with its own arrival process (renewal or a rate profile) and,
+    optionally, its own deadline (default: the network's ``d_ub``)."""
+
+    name: str
+    arrival: ArrivalProcess
+    d_ub: float | None = None
 
 
 @dataclass(frozen=True)
@@ -43,17 +57,25 @@ class NetworkSpec:
     ``routing[n][N]`` (the last column) is the probability it leaves the network.
     ``entry[n]`` is the probability an admitted job starts at station n.
     ``lam`` is the Lagrange multiplier of eq. 7; ``None`` means "tune it automatically".
+    ``actions`` are the controller's choices at an arrival: ``reject``, ``accept`` (enter as
+    ``entry`` draws) or a station name (enter there). ``objective``: ``admission`` (eq. 7,
+    action 0 must be ``reject``), or a control objective scored on each decision's own
+    outcome: ``response_time`` (reward -delay) or ``deadline`` (reward 1{delay < d_ub}).
+    ``classes`` (optional) replace ``arrival`` by one arrival process per job class.
     """
 
     name: str
     stations: tuple[StationSpec, ...]
     routing: tuple[tuple[float, ...], ...]
     entry: tuple[float, ...]
-    arrival: Distribution
+    arrival: Distribution | ArrivalProcess | None
     d_ub: float
     eps: float
     lam: float | None = None
     delay: str = "sojourn"
+    actions: tuple[str, ...] = (REJECT, ACCEPT)
+    objective: str = "admission"
+    classes: tuple[JobClass, ...] = ()
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -67,13 +89,47 @@ class NetworkSpec:
     def servers(self) -> np.ndarray:
         return np.array([s.servers for s in self.stations], dtype=np.int64)
 
+    def arrival_processes(self) -> list[ArrivalProcess]:
+        """One process per job class (a single renewal class when ``classes`` is empty)."""
+        if self.classes:
+            return [c.arrival for c in self.classes]
+        return [RenewalArrivals(self.arrival) if isinstance(self.arrival, Distribution) else self.arrival]
+
     @property
     def arrival_rate(self) -> float:
-        return 1.0 / self.arrival.mean
+        return float(sum(p.mean_rate for p in self.arrival_processes()))
+
+    def class_deadlines(self) -> np.ndarray:
+        """(classes,) deadline of each job class."""
+        return np.array([c.d_ub if c.d_ub is not None else self.d_ub for c in self.classes] or [self.d_ub])
+
+    @property
+    def period(self) -> float | None:
+        """The period of the arrival rate profile, if arrivals vary in time."""
+        periods = {p.profile.period for p in self.arrival_processes() if isinstance(p, PoissonProfileArrivals)}
+        return periods.pop() if periods else None
 
     @property
     def station_names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.stations)
+
+    @property
+    def num_classes(self) -> int:
+        return max(1, len(self.classes))
+
+    @property
+    def num_actions(self) -> int:
+        return len(self.actions)
+
+    @property
+    def admission(self) -> bool:
+        """Action 0 rejects and rejected decisions are scored by a probe (eq. 7)."""
+        return self.objective == "admission"
+
+    def action_entries(self) -> list[int]:
+        """Per action: the entry station it forces, -1 for the drawn entry (accept, reject)."""
+        index = {name: i for i, name in enumerate(self.station_names)}
+        return [index.get(a, -1) for a in self.actions]
 
     def visit_ratios(self) -> np.ndarray:
         """Expected visits per admitted job to each station (traffic equations v = e + R^T v)."""
@@ -118,9 +174,20 @@ class NetworkSpec:
             return cfg
 
         names = list(self.station_names) + [EXIT]
-        return {
+        def process(p: ArrivalProcess | Distribution) -> dict[str, Any]:
+            if isinstance(p, Distribution):
+                return dist(p)
+            if isinstance(p, RenewalArrivals):
+                return dist(p.dist)
+            prof = p.profile
+            if prof.table is not None:
+                return {"dist": "poisson", "profile": {"period": prof.period, "table": list(prof.table)}}
+            return {"dist": "poisson", "rate": prof.base,
+                    "profile": {"period": prof.period, "sinusoid": {"amplitude": prof.amplitude,
+                                                                    "phase": prof.phase_shift}}}
+
+        out = {
             "name": self.name,
-            "arrival": dist(self.arrival),
             "stations": [{"name": s.name, "servers": s.servers, "service": dist(s.service), "kind": s.kind}
                          for s in self.stations],
             "entry": {names[m]: p for m, p in enumerate(self.entry) if p > 0},
@@ -130,7 +197,15 @@ class NetworkSpec:
             "eps": self.eps,
             "lam": self.lam,
             "delay": self.delay,
+            "actions": list(self.actions),
+            "objective": self.objective,
         }
+        if self.classes:
+            out["classes"] = [{"name": c.name, "arrival": process(c.arrival)} | ({"d_ub": c.d_ub} if c.d_ub else {})
+                              for c in self.classes]
+        else:
+            out["arrival"] = process(self.arrival)
+        return out
 
     # ----------------------------------------------------------------- constructors
     @classmethod
@@ -138,9 +213,12 @@ class NetworkSpec:
         if not isinstance(cfg, Mapping):
             raise SpecError("<spec>", f"expected a mapping, got {type(cfg).__name__}",
                             "write the network as a YAML mapping with 'stations', 'arrival', 'd_ub', 'eps'")
-        for key in ("stations", "arrival", "d_ub", "eps"):
+        for key in ("stations", "d_ub", "eps"):
             if key not in cfg:
                 raise SpecError(key, "missing", f"add '{key}' to the network description")
+        if ("arrival" in cfg) == ("classes" in cfg):
+            raise SpecError("arrival", "give exactly one of 'arrival' and 'classes'",
+                            "describe the arrivals of a single class with 'arrival', or list 'classes'")
         raw_stations = cfg["stations"]
         if not isinstance(raw_stations, Sequence) or isinstance(raw_stations, str) or not raw_stations:
             raise SpecError("stations", "must be a non-empty list", "list each station with name, servers, service")
@@ -201,25 +279,61 @@ class NetworkSpec:
             stations=tuple(stations),
             routing=routing,
             entry=entry,
-            arrival=make_distribution(cfg["arrival"], "arrival", base_dir),
+            arrival=_single_arrival(cfg["arrival"], base_dir) if "arrival" in cfg else None,
             d_ub=_number(cfg["d_ub"], "d_ub"),
             eps=_number(cfg["eps"], "eps"),
             lam=None if lam in (None, "auto") else _number(lam, "lam"),
             delay=str(cfg.get("delay", "sojourn")),
+            actions=_actions(cfg.get("actions", [REJECT, ACCEPT])),
+            objective=str(cfg.get("objective", "admission")),
+            classes=_classes(cfg.get("classes"), base_dir),
         )
 
     @classmethod
     def tandem(cls, servers: Sequence[int], service: Sequence[Distribution], arrival: Distribution,
                d_ub: float, eps: float, lam: float | None = None, delay: str = "sojourn",
-               name: str = "tandem") -> NetworkSpec:
-        """Stations 1 -> 2 -> ... -> N, built in Python."""
+               name: str = "tandem", kind: str = "fcfs") -> NetworkSpec:
+        """Stations 1 -> 2 -> ... -> N (all of one ``kind``), built in Python."""
         n = len(servers)
         if len(service) != n:
             raise SpecError("service", f"{len(service)} distributions for {n} stations", "give one per station")
-        stations = tuple(StationSpec(f"s{i + 1}", int(c), d) for i, (c, d) in enumerate(zip(servers, service, strict=True)))
+        stations = tuple(StationSpec(f"s{i + 1}", int(c), d, kind) for i, (c, d) in enumerate(zip(servers, service, strict=True)))
         routing = tuple(tuple(1.0 if m == i + 1 else 0.0 for m in range(n + 1)) for i in range(n))
         entry = tuple(1.0 if m == 0 else 0.0 for m in range(n))
         return cls(name, stations, routing, entry, arrival, float(d_ub), float(eps), lam, delay)
+
+
+def _single_arrival(cfg: Any, base_dir: Path | None) -> Distribution | ArrivalProcess:
+    """A renewal process stays a plain inter-arrival distribution (``spec.arrival.mean``)."""
+    proc = make_arrivals(cfg, "arrival", base_dir)
+    return proc.dist if isinstance(proc, RenewalArrivals) else proc
+
+
+def _classes(raw: Any, base_dir: Path | None) -> tuple[JobClass, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, str) or not isinstance(raw, Sequence) or not raw:
+        raise SpecError("classes", "must be a non-empty list", "list each class with name, arrival and optional d_ub")
+    out = []
+    for i, c in enumerate(raw):
+        field = f"classes[{i}]"
+        if not isinstance(c, Mapping) or "arrival" not in c:
+            raise SpecError(field, f"expected a mapping with 'arrival', got {c!r}",
+                            "give e.g. {name: gold, arrival: {dist: exponential, rate: 0.3}, d_ub: 20}")
+        unknown = set(c) - {"name", "arrival", "d_ub"}
+        if unknown:
+            raise SpecError(f"{field}.{sorted(unknown)[0]}", "unknown key", "use name, arrival and d_ub")
+        d_ub = c.get("d_ub")
+        out.append(JobClass(str(c.get("name", f"class{i}")), make_arrivals(c["arrival"], f"{field}.arrival", base_dir),
+                            None if d_ub is None else _number(d_ub, f"{field}.d_ub")))
+    return tuple(out)
+
+
+def _actions(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Sequence) or len(value) < 2:
+        raise SpecError("actions", f"must be a list of at least two choices, got {value!r}",
+                        "list e.g. [reject, accept] or [reject, s1, s2] (station names)")
+    return tuple(str(a) for a in value)
 
 
 def _number(value: Any, field: str) -> float:
@@ -238,12 +352,34 @@ def _validate(spec: NetworkSpec) -> None:
         if st.kind not in STATION_KINDS:
             raise SpecError(f"stations[{i}].kind", f"unknown station kind {st.kind!r}",
                             f"use one of {', '.join(STATION_KINDS)}")
+    for i, c in enumerate(spec.classes):
+        if c.d_ub is not None and not (math.isfinite(c.d_ub) and c.d_ub > 0):
+            raise SpecError(f"classes[{i}].d_ub", f"must be a positive deadline, got {c.d_ub}",
+                            "give the class's end-to-end deadline, or omit it to use d_ub")
     if not (math.isfinite(spec.d_ub) and spec.d_ub > 0):
         raise SpecError("d_ub", f"must be a positive deadline, got {spec.d_ub}", "give the end-to-end deadline")
     if not 0.0 < spec.eps < 1.0:
         raise SpecError("eps", f"must be in (0, 1), got {spec.eps}", "give the allowed violation probability")
     if spec.lam is not None and not (math.isfinite(spec.lam) and spec.lam >= 0):
         raise SpecError("lam", f"must be >= 0, got {spec.lam}", "give a non-negative multiplier or 'auto'")
+    if spec.objective not in OBJECTIVES:
+        raise SpecError("objective", f"unknown objective {spec.objective!r}", f"use one of {', '.join(OBJECTIVES)}")
+    names = set(spec.station_names)
+    for i, a in enumerate(spec.actions):
+        if a not in (REJECT, ACCEPT) and a not in names:
+            raise SpecError(f"actions[{i}]", f"unknown action {a!r}",
+                            f"use reject, accept or a station name ({', '.join(spec.station_names)})")
+    if len(set(spec.actions)) != len(spec.actions):
+        raise SpecError("actions", f"repeated choices in {list(spec.actions)}", "list each choice once")
+    if spec.admission and spec.actions[0] != REJECT:
+        raise SpecError("actions[0]", f"is {spec.actions[0]!r} but admission control needs 'reject' first",
+                        "put reject first, or set objective to response_time or deadline")
+    if not spec.admission and REJECT in spec.actions:
+        raise SpecError("actions", f"objective {spec.objective} scores every job it serves, so it cannot reject",
+                        "drop 'reject' from actions, or use objective: admission")
+    if spec.delay == "paper" and any(st.kind != "fcfs" for st in spec.stations):
+        raise SpecError("delay", "the paper's measure (waits plus last service) needs FCFS stations",
+                        "use delay: sojourn with processor-sharing stations")
     if spec.delay not in DELAY_MEASURES:
         raise SpecError("delay", f"unknown delay measure {spec.delay!r}",
                         "use 'sojourn' (departure minus arrival) or 'paper' (waits plus last service)")

@@ -2,9 +2,12 @@
 
 Prints job-tracked decisions (network arrivals) per second and peak memory for
 `paper_tandem` under accept-all and a threshold rule at several batch sizes, the
-counterfactual's cost separately, and ratios against B = 1 measured in the same process.
+counterfactual's cost separately, and ratios against B = 1 measured in the same process;
+a tandem of processor-sharing stations; and the same paper_tandem runs on this checkout
+and on an earlier commit (a git worktree), interleaved, with their ratio.
 
     python experiments/benchmark.py [--sizes 1 256 4096 16384] [--decisions 400000] [--train-seconds 30]
+    python experiments/benchmark.py --only compare --baseline-ref 02d85eb
 
 Training speed: decisions per second with learning (one gradient step per vector step)
 on `paper_tandem`, for several numbers of instances, after the replay has filled.
@@ -13,12 +16,20 @@ on `paper_tandem`, for several numbers of instances, after the replay has filled
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
+import sys
+import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 
 from drl_ac.evaluation.baselines import TotalThreshold
-from envs import QueueNetworkSim, load_spec
+from envs import Driver, Engine, NetworkSpec, load_spec
+from envs.distributions import Exponential
 from envs.rollout import accept_all, collect
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def peak_memory_mb(spec, policy, num_envs: int, warmup_steps: int = 200, traced_steps: int = 20) -> float:
@@ -26,7 +37,7 @@ def peak_memory_mb(spec, policy, num_envs: int, warmup_steps: int = 200, traced_
 
     Measured in a separate run: tracing every allocation slows NumPy several fold."""
     tracemalloc.start()
-    sim = QueueNetworkSim(spec, num_envs, seed=1)
+    sim = Engine(spec, num_envs, seed=1)
     for _ in range(warmup_steps + traced_steps):
         sim.step(policy(sim.observe()))
     _, peak = tracemalloc.get_traced_memory()
@@ -36,7 +47,7 @@ def peak_memory_mb(spec, policy, num_envs: int, warmup_steps: int = 200, traced_
 
 def measure(spec, policy, num_envs: int, decisions: int, warmup_steps: int = 200, seed: int = 0) -> dict:
     """Decisions per second after a warm-up, and time spent in counterfactuals."""
-    sim = QueueNetworkSim(spec, num_envs, seed=seed)
+    sim = Engine(spec, num_envs, seed=seed)
     cf_time = [0.0, 0]
     inner = sim.counterfactual
 
@@ -80,8 +91,7 @@ def simulator_table(sizes: list[int], decisions: int) -> None:
 def accept_all_delays(num_envs: int = 4096, warmup: int = 2000, steps: int = 60) -> None:
     """Mean delay and P(d > d_ub) of paper_tandem under accept-all, both delay measures."""
     spec = load_spec("paper_tandem")  # paper measure in `delay`; the sojourn time is reported beside it
-    sim = QueueNetworkSim(spec, num_envs, seed=0)
-    done, _ = collect(sim, accept_all, steps, warmup)
+    done, _ = collect(Driver(spec, num_envs, seed=0), accept_all, steps, warmup)
     print(f"\naccept-all on paper_tandem: B = {num_envs}, {len(done)} arrivals after {warmup} warm-up steps")
     for name, d in (("paper measure", done.delay), ("sojourn", done.sojourn)):
         print(f"  {name:<14} mean delay {d.mean():8.3f}   P(d > {spec.d_ub:g}) = {(d > spec.d_ub).mean():.4f}")
@@ -106,16 +116,76 @@ def training_table(sizes: list[int], seconds: float) -> None:
         print(f"{b:>7}{(trainer.decisions - d0) / elapsed:>14,.0f}{(trainer.learner.updates - u0) / elapsed:>18,.0f}")
 
 
+def ps_tandem_table(num_envs: int = 4096, decisions: int = 400_000) -> None:
+    """A tandem of three processor-sharing stations at load 0.8 under accept-all."""
+    spec = NetworkSpec.tandem([1, 2, 1], [Exponential(0.8), Exponential(1.6), Exponential(0.8)], Exponential(1.0),
+                              d_ub=30, eps=0.1, kind="ps", name="ps_tandem")
+    r = measure(spec, accept_all, num_envs, decisions)
+    print(f"\nPS tandem (3 stations, load 0.8, accept-all): B = {num_envs}: {r['decisions_per_s']:,.0f} decisions/s")
+
+
+# Runs in a subprocess against either checkout: only API common to both engines.
+_RATE = """
+import json, sys, time, numpy as np
+from envs import load_spec, QueueNetworkSim
+policy, B, decisions = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+sim = QueueNetworkSim(load_spec("paper_tandem"), B, seed=0)
+act = (lambda o: np.ones(o.shape[0], np.int64)) if policy == "accept-all" else (lambda o: (o.sum(1) < 9).astype(np.int64))
+for _ in range(200):
+    sim.step(act(sim.observe()))
+steps = max(1, decisions // B)
+t0 = time.perf_counter()
+for _ in range(steps):
+    sim.step(act(sim.observe()))
+print(json.dumps(steps * B / (time.perf_counter() - t0)))
+"""
+
+
+def _rate(root: Path, policy: str, num_envs: int, decisions: int) -> float:
+    out = subprocess.run([sys.executable, "-c", _RATE, policy, str(num_envs), str(decisions)], cwd=root,
+                         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"},
+                         capture_output=True, text=True, check=True)
+    return float(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def compare_with(ref: str, sizes: list[int], decisions: int, repeats: int = 3) -> None:
+    """The same paper_tandem runs on this checkout and on ``ref``, interleaved; best of ``repeats``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        old = Path(tmp) / "baseline"
+        subprocess.run(["git", "worktree", "add", "--detach", str(old), ref], cwd=ROOT, check=True,
+                       capture_output=True)
+        try:
+            print(f"\nthis checkout vs {ref} (paper_tandem, {decisions} decisions, best of {repeats}, subprocesses)")
+            print(f"{'policy':<14}{'B':>7}{'before/s':>12}{'now/s':>12}{'ratio':>8}")
+            for policy in ("accept-all", "threshold k=9"):
+                for b in sizes:
+                    before, now = 0.0, 0.0
+                    for _ in range(repeats):
+                        before = max(before, _rate(old, policy, b, decisions))
+                        now = max(now, _rate(ROOT, policy, b, decisions))
+                    print(f"{policy:<14}{b:>7}{before:>12,.0f}{now:>12,.0f}{now / before:>8.3f}")
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT, capture_output=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 256, 4096, 16384])
     parser.add_argument("--decisions", type=int, default=400_000)
     parser.add_argument("--train-sizes", type=int, nargs="+", default=[512, 2048, 4096])
     parser.add_argument("--train-seconds", type=float, default=20.0)
+    parser.add_argument("--baseline-ref", default="02d85eb", help="commit to compare the engine with")
+    parser.add_argument("--only", choices=["simulator", "ps", "compare", "training"], default=None)
     args = parser.parse_args()
-    simulator_table(args.sizes, args.decisions)
-    accept_all_delays()
-    training_table(args.train_sizes, args.train_seconds)
+    if args.only in (None, "simulator"):
+        simulator_table(args.sizes, args.decisions)
+        accept_all_delays()
+    if args.only in (None, "ps"):
+        ps_tandem_table()
+    if args.only in (None, "compare"):
+        compare_with(args.baseline_ref, [4096, 16384], args.decisions)
+    if args.only in (None, "training"):
+        training_table(args.train_sizes, args.train_seconds)
 
 
 if __name__ == "__main__":

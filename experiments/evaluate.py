@@ -43,13 +43,9 @@ def main(argv: list[str] | None = None) -> None:
         policy = load_policy(args.checkpoint)
         spec = (load_spec(args.scenario) if args.scenario
                 else NetworkSpec.from_dict(policy.metadata["scenario"]))
-        width = spec.num_stations * (2 if policy.include_in_service else 1)
-        if width != policy.obs_dim:
-            raise SpecError("scenario", f"{spec.name} has {spec.num_stations} stations but the policy reads "
-                            f"{policy.obs_dim} features", "evaluate on a network with the same stations")
-        metrics = evaluate(policy, spec, arrivals=args.arrivals, seed=args.seed, num_envs=args.num_envs,
-                           include_in_service=policy.include_in_service)
-    except (CheckpointError, SpecError) as exc:
+        policy.encoding.check(spec)
+        metrics = evaluate(policy, spec, arrivals=args.arrivals, seed=args.seed, num_envs=args.num_envs)
+    except (CheckpointError, SpecError, ValueError) as exc:
         sys.exit(f"error: {exc}")
     if args.baselines:
         rows = compare_with_baselines(policy, metrics, spec, args)

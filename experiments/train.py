@@ -7,7 +7,8 @@
 
 Writes OUT/checkpoint.pt (everything needed to resume, written atomically and refreshed
 during the run), OUT/policy.pt (the greedy policy with scenario, settings and evaluation),
-OUT/policy.ts (TorchScript, usable without this project) and OUT/metrics.json.
+OUT/policy.pt2 (torch.export) and OUT/policy.onnx (usable without this project) and
+OUT/metrics.json.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from drl_ac.checkpoint import LoadedPolicy, export_torchscript, save_atomic
+from drl_ac.checkpoint import LoadedPolicy, export_policy, save_atomic
 from drl_ac.evaluation.calibration import calibrated_section
 from drl_ac.evaluation.metrics import evaluate, format_metrics
 from drl_ac.learning.learner import LearnerConfig
@@ -124,17 +125,17 @@ def run(args: argparse.Namespace) -> dict:
     else:
         section = trainer.policy_section()
     policy = LoadedPolicy(section)
-    metrics = evaluate(policy, trainer.spec, arrivals=args.eval_arrivals, seed=config.seed + 10_000,
-                       include_in_service=config.include_in_service)
+    metrics = evaluate(policy, trainer.spec, arrivals=args.eval_arrivals, seed=config.seed + 10_000)
     metrics.update({"lam": trainer.lam, "rbar": float(trainer.learner.rbar), "decisions": trainer.decisions,
                     "scenario": trainer.spec.name, "seed": config.seed, "bias": section.get("bias", 0.0)})
     section["metrics"] = metrics
     save_atomic(section, out / "policy.pt")
-    export_torchscript(section, out / "policy.ts")
+    exported = export_policy(section, out)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     logger.finish(metrics)
     print(f"final evaluation ({trainer.spec.name}, eps {trainer.spec.eps}): {format_metrics(metrics)}")
-    print(f"wrote {out / 'policy.pt'}, {out / 'policy.ts'}, {out / 'metrics.json'}, {out / 'checkpoint.pt'}")
+    print(f"wrote {out / 'policy.pt'}, {', '.join(map(str, exported))}, {out / 'metrics.json'}, "
+          f"{out / 'checkpoint.pt'}")
     return metrics
 
 

@@ -1,3 +1,6 @@
+import types
+
+import numpy as np
 import pytest
 import torch
 
@@ -6,6 +9,26 @@ from envs.distributions import Deterministic
 
 torch.set_num_threads(1)  # the tests run many tiny batches: threads only add contention
 
+Z = 4.5  # statistical tests: a correct engine fails with probability ~1e-5
+
+
+def _per_instance_mean(done, values, num_envs):
+    total = np.bincount(done.env, weights=values, minlength=num_envs)
+    count = np.bincount(done.env, minlength=num_envs)
+    return total / count
+
+
+def _assert_close(instance_means, truth, label):
+    est = instance_means.mean()
+    se = instance_means.std(ddof=1) / np.sqrt(instance_means.size)
+    assert abs(est - truth) < Z * se, f"{label}: simulated {est:.4f} +- {se:.4f}, theory {truth:.4f}"
+
+
+@pytest.fixture
+def stats():
+    """Instance-level replication: per-instance means and a Z-standard-error comparison."""
+    return types.SimpleNamespace(per_instance_mean=_per_instance_mean, assert_close=_assert_close, Z=Z)
+
 
 @pytest.fixture
 def overtaking_spec():
@@ -13,3 +36,10 @@ def overtaking_spec():
     return NetworkSpec.tandem([2, 1], [Deterministic(1.0), Deterministic(2.0)], Deterministic(1.0),
                               d_ub=5.0, eps=0.1, lam=1.0)
 
+
+@pytest.fixture
+def set_service():
+    def set_current_service(sim, *per_station):
+        """Overwrite the service draws of the job arriving now (all instances)."""
+        sim.jobs.service[:, sim.t % sim.capacity, :] = np.asarray(per_station, dtype=float)
+    return set_current_service

@@ -16,12 +16,11 @@ from envs import NetworkSpec
 
 
 def calibrate_bias(section: dict, spec: NetworkSpec, target: float, arrivals: int = 100_000, seed: int = 555,
-                   iterations: int = 10, include_in_service: bool = False) -> tuple[float, dict]:
+                   iterations: int = 10) -> tuple[float, dict]:
     """Largest-acceptance bias with violation <= target; returns (bias, its evaluation)."""
 
     def run(bias: float) -> dict:
-        m = evaluate(LoadedPolicy({**section, "bias": bias}), spec, arrivals=arrivals, seed=seed,
-                     include_in_service=include_in_service)
+        m = evaluate(LoadedPolicy({**section, "bias": bias}), spec, arrivals=arrivals, seed=seed)
         if m["acceptance"] == 0:  # nothing accepted: nothing violated
             m["violation"] = 0.0
         return m
@@ -50,6 +49,5 @@ def calibrated_section(trainer, target: float, arrivals: int = 100_000) -> dict:
     """The trainer's policy section with its acceptance bias calibrated to ``target``."""
     section = trainer.policy_section()
     section["bias"], _ = calibrate_bias(section, trainer.spec, target, arrivals=arrivals,
-                                        seed=trainer.config.seed + 5_000,
-                                        include_in_service=trainer.config.include_in_service)
+                                        seed=trainer.config.seed + 5_000)
     return section

@@ -1,7 +1,9 @@
 """Evaluate any policy (learned or a rule) on fresh seeds with the same metrics.
 
 Outcomes are taken for a window of decisions after a warm-up, every job of the window
-followed to its departure (see ``envs.rollout.collect``). Confidence intervals treat
+followed to its departure (see ``envs.rollout.collect``). A policy is observed through its
+own ``encoding`` when it has one (a loaded policy), else through the system's default
+(queue lengths: what the rules read). Confidence intervals treat
 instances as independent clusters, so correlation between jobs of one instance is
 accounted for.
 """
@@ -13,8 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from envs import NetworkSpec, QueueNetworkSim
-from envs.engine import Completions
+from envs import Driver, NetworkSpec, Outcomes
 from envs.rollout import collect
 
 Policy = Callable[[np.ndarray], np.ndarray]
@@ -33,9 +34,9 @@ def ratio_ci(num: np.ndarray, den: np.ndarray) -> tuple[float, float, float]:
     return float(p), float(max(0.0, p - Z95 * se)), float(min(1.0, p + Z95 * se))
 
 
-def summarize(done: Completions, spec: NetworkSpec, num_envs: int) -> dict:
+def summarize(done: Outcomes, num_envs: int) -> dict:
     """The paper's metrics from a window of outcomes (one row per decision)."""
-    met = done.delay < spec.d_ub
+    met = done.success
     acc = done.accepted
 
     def per_env(mask: np.ndarray) -> np.ndarray:
@@ -55,13 +56,13 @@ def summarize(done: Completions, spec: NetworkSpec, num_envs: int) -> dict:
 
 
 def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: int = 10_000,
-             num_envs: int = 500, warmup: int = 400, include_in_service: bool = False) -> dict:
+             num_envs: int = 500, warmup: int = 400) -> dict:
     """Run ``policy`` greedily on ``arrivals`` decisions (after ``warmup`` per instance)."""
     num_envs = max(1, min(num_envs, arrivals // 100))  # at least ~100 decisions per instance
-    sim = QueueNetworkSim(spec, num_envs, seed=seed)
+    driver = Driver(spec, num_envs, seed=seed, encoding=getattr(policy, "encoding", None))
     steps = math.ceil(arrivals / num_envs)
-    done, _ = collect(sim, policy, steps, warmup, include_in_service)
-    return summarize(done, spec, num_envs)
+    done, _ = collect(driver, policy, steps, warmup)
+    return summarize(done, num_envs)
 
 
 def format_metrics(m: dict) -> str:

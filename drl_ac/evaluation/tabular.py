@@ -14,7 +14,7 @@ import numpy as np
 
 from drl_ac.learning.interaction import act, epsilon_greedy
 from drl_ac.learning.store import DelayedCompletionStore, Experiences
-from envs import AdmissionVectorEnv, NetworkSpec
+from envs import Driver, NetworkSpec
 from envs.reward import reward
 
 
@@ -41,10 +41,10 @@ class TabularRLearner:
 
     def learn(self, exp: Experiences, lam: float, eps: float) -> None:
         """Eq. 5 for every completed experience, eq. 6 for the greedy ones (applied as a batch)."""
-        if len(exp) == 0:
+        if exp.action.size == 0:
             return
         s, s2, a = self.index(exp.obs), self.index(exp.next_obs), exp.action
-        r = reward(a, exp.met, lam, eps)
+        r = reward(a, exp.success, lam, eps)
         delta = r - self.rbar + self.q[s2].max(1) - self.q[s, a]
         np.add.at(self.q, (s, a), self.alpha * delta)
         self.rbar += self.beta * float(delta[exp.greedy].sum())
@@ -61,15 +61,18 @@ def train_tabular(spec: NetworkSpec, decisions: int, num_envs: int = 16, seed: i
     if lam is None:
         raise ValueError("lam: the tabular baseline needs a fixed multiplier. Fix: pass lam or use a scenario "
                          "that fixes one.")
-    env = AdmissionVectorEnv(spec, num_envs, seed=seed, lam=lam)
-    obs, _ = env.reset(seed=seed)
+    if spec.num_actions != 2:
+        raise ValueError(f"actions: the tabular baseline is the paper's accept/reject learner, {spec.name} has "
+                         f"{spec.num_actions} actions. Fix: use it on admission scenarios with [reject, accept].")
+    driver = Driver(spec, num_envs, seed=seed)
+    obs = driver.reset(seed)
     learner = TabularRLearner(obs.shape[1])
     store = DelayedCompletionStore(num_envs, obs.shape[1])
     store.put_obs(0, obs)
     rng = np.random.default_rng([seed, 2])
     for t in range(max(1, decisions // num_envs)):
         greedy = learner.greedy_actions(obs)
-        action = epsilon_greedy(greedy, learner.exploration(t * num_envs), rng)
-        obs, exp = act(env, store, t, action, greedy)
+        action = epsilon_greedy(greedy, learner.exploration(t * num_envs), 2, rng)
+        obs, exp = act(driver, store, t, action, greedy)
         learner.learn(exp, lam, spec.eps)
     return learner

@@ -1,24 +1,25 @@
 """The acting half of Algorithm 1, shared by every learner: choose epsilon-greedy actions,
-step the environment, and turn the outcomes that became known into complete experiences."""
+step the driver, and turn the outcomes that became known into complete experiences."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from drl_ac.learning.store import DelayedCompletionStore, Experiences
-from envs import AdmissionVectorEnv
+from envs.driver import Driver
 
 
-def epsilon_greedy(greedy: np.ndarray, exploration: float, rng: np.random.Generator) -> np.ndarray:
+def epsilon_greedy(greedy: np.ndarray, exploration: float, num_actions: int, rng: np.random.Generator
+                   ) -> np.ndarray:
     explore = rng.random(greedy.size) < exploration
-    return np.where(explore, rng.integers(0, 2, greedy.size), greedy)
+    return np.where(explore, rng.integers(0, num_actions, greedy.size), greedy)
 
 
-def act(env: AdmissionVectorEnv, store: DelayedCompletionStore, t: int, action: np.ndarray,
+def act(driver: Driver, store: DelayedCompletionStore, t: int, action: np.ndarray,
         greedy: np.ndarray) -> tuple[np.ndarray, Experiences]:
     """Take decision ``t`` in every instance; returns the next observation and the
     experiences completed in this step (any earlier decisions, each with its own s, a, s')."""
     store.record(t, action, action == greedy)
-    obs, _, _, _, info = env.step(action)
+    obs, done = driver.step(action)
     store.put_obs(t + 1, obs)
-    return obs, store.complete(info["completed"], t + 1, env.spec.d_ub)
+    return obs, store.complete(done, t + 1)

@@ -4,7 +4,8 @@
     rbar <- rbar + beta * mean(delta over greedy experiences)     (paper eq. 6)
 
 or, with ``rbar_update="differential"`` (Wan, Naik, Sutton 2021), over all experiences.
-r is eq. 7 computed from the stored outcome with the *current* multiplier lam.
+r is the system's reward rule (eq. 7 for admission) computed from the stored outcome with
+the *current* multiplier lam.
 
 The rbar update evaluates delta with the online network for both Q(s, a) and Q(s', .),
 as the paper's tabular rule does. With the lagging target network instead, the offset
@@ -21,8 +22,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from drl_ac.learning.qnet import QNetwork
-from envs.reward import reward
+from drl_ac.learning.qnet import QNetwork, greedy
+from drl_ac.learning.replay import Batch
+from envs.reward import RewardRule, admission_reward
 
 
 @dataclass
@@ -42,11 +44,14 @@ class LearnerConfig:
 
 
 class DifferentialQLearner:
-    def __init__(self, obs_dim: int, scale: torch.Tensor, config: LearnerConfig, device: torch.device):
+    def __init__(self, obs_dim: int, scale: torch.Tensor, config: LearnerConfig, device: torch.device,
+                 num_actions: int = 2, reward_rule: RewardRule | None = None, admission: bool = True):
         self.config = config
         self.device = device
-        self.q = QNetwork(obs_dim, scale, config.hidden).to(device)
-        self.target = QNetwork(obs_dim, scale, config.hidden).to(device)
+        self.admission = admission
+        self.reward_rule = reward_rule or admission_reward
+        self.q = QNetwork(obs_dim, scale, config.hidden, num_actions).to(device)
+        self.target = QNetwork(obs_dim, scale, config.hidden, num_actions).to(device)
         self.target.load_state_dict(self.q.state_dict())
         self.optimizer = torch.optim.Adam(self.q.parameters(), lr=config.lr)
         self.rbar = torch.zeros((), device=device)
@@ -54,23 +59,22 @@ class DifferentialQLearner:
 
     @torch.no_grad()
     def greedy_actions(self, obs: torch.Tensor) -> torch.Tensor:
-        q = self.q(obs)
-        return (q[:, 1] >= q[:, 0]).long()
+        return greedy(self.q(obs), self.admission)
 
-    def update(self, batch: dict[str, torch.Tensor], lam: float, eps: float) -> dict[str, torch.Tensor]:
+    def update(self, batch: Batch, lam: float, eps: float) -> dict[str, torch.Tensor]:
         """One gradient step on a replay batch; returns detached diagnostics."""
         cfg = self.config
-        r = reward(batch["action"].float(), batch["met"].float(), lam, eps)
-        q_sa = self.q(batch["obs"]).gather(1, batch["action"][:, None]).squeeze(1)
+        r = self.reward_rule(batch.action, batch.success.float(), batch.cost, lam, eps)
+        q_sa = self.q(batch.obs).gather(1, batch.action[:, None]).squeeze(1)
         with torch.no_grad():
-            target = r - self.rbar + self.target(batch["next_obs"]).max(1).values
-            delta = r - self.rbar + self.q(batch["next_obs"]).max(1).values - q_sa
+            target = r - self.rbar + self.target(batch.next_obs).max(1).values
+            delta = r - self.rbar + self.q(batch.next_obs).max(1).values - q_sa
         loss = F.huber_loss(q_sa, target, delta=cfg.huber_delta * max(1.0, lam))
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         nn.utils.clip_grad_norm_(self.q.parameters(), cfg.grad_clip)
         self.optimizer.step()
-        mask = batch["greedy"] if cfg.rbar_update == "paper" else torch.ones_like(batch["greedy"])
+        mask = batch.greedy if cfg.rbar_update == "paper" else torch.ones_like(batch.greedy)
         self.rbar += cfg.beta * (delta * mask).sum() / mask.sum().clamp(min=1)
         self.updates += 1
         if self.updates % cfg.target_every == 0:

@@ -1,17 +1,28 @@
 """Uniform replay of completed experiences, as torch tensors on the training device.
 
-It keeps outcomes (action, deadline met), not rewards: the reward is computed from the
+It keeps outcomes (action, success, cost), not rewards: the reward is computed from the
 current multiplier when a batch is drawn, so a change of lam applies to all experience.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 import torch
 
 from drl_ac.learning.store import Experiences
 
-FIELDS = ("obs", "action", "next_obs", "greedy", "met")
+FIELDS = Experiences._fields
+
+
+class Batch(NamedTuple):
+    obs: torch.Tensor
+    action: torch.Tensor
+    next_obs: torch.Tensor
+    greedy: torch.Tensor
+    success: torch.Tensor
+    cost: torch.Tensor
 
 
 class ReplayBuffer:
@@ -22,7 +33,8 @@ class ReplayBuffer:
         self.next_obs = torch.zeros((capacity, obs_dim), device=device)
         self.action = torch.zeros(capacity, dtype=torch.long, device=device)
         self.greedy = torch.zeros(capacity, dtype=torch.bool, device=device)
-        self.met = torch.zeros(capacity, dtype=torch.bool, device=device)
+        self.success = torch.zeros(capacity, dtype=torch.bool, device=device)
+        self.cost = torch.zeros(capacity, device=device)
         self.size = 0
         self.pos = 0
         self.generator = torch.Generator(device=device)
@@ -32,22 +44,22 @@ class ReplayBuffer:
         return self.size
 
     def add(self, exp: Experiences) -> None:
-        m = len(exp)
+        m = len(exp.action)
         if m == 0:
             return
         if m > self.capacity:  # keep the newest
-            exp = Experiences(*(getattr(exp, f)[-self.capacity:] for f in FIELDS))
+            exp = Experiences(*(v[-self.capacity:] for v in exp))
             m = self.capacity
         idx = torch.arange(self.pos, self.pos + m, device=self.device) % self.capacity
         for name in FIELDS:
-            getattr(self, name)[idx] = torch.as_tensor(np.asarray(getattr(exp, name)), device=self.device).to(
-                getattr(self, name).dtype)
+            buf = getattr(self, name)
+            buf[idx] = torch.as_tensor(np.asarray(getattr(exp, name)), device=self.device).to(buf.dtype)
         self.pos = (self.pos + m) % self.capacity
         self.size = min(self.size + m, self.capacity)
 
-    def sample(self, batch_size: int) -> dict[str, torch.Tensor]:
+    def sample(self, batch_size: int) -> Batch:
         idx = torch.randint(0, self.size, (batch_size,), device=self.device, generator=self.generator)
-        return {name: getattr(self, name)[idx] for name in FIELDS}
+        return Batch(*(getattr(self, name)[idx] for name in FIELDS))
 
     def state_dict(self) -> dict:
         n = self.size

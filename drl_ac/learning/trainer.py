@@ -36,7 +36,7 @@ from drl_ac.learning.multiplier import LagrangeMultiplier
 from drl_ac.learning.replay import ReplayBuffer
 from drl_ac.learning.store import DelayedCompletionStore
 from drl_ac.tracking import RunningStats
-from envs import AdmissionVectorEnv, NetworkSpec, load_spec
+from envs import REWARD_RULES, Driver, NetworkSpec, ObservationEncoding, load_spec
 
 
 @dataclass
@@ -101,29 +101,33 @@ def resolve_device(name: str) -> torch.device:
 
 
 class Trainer:
-    def __init__(self, config: TrainConfig):
+    """``spec``: the resolved system (a resumed run passes the one stored in its checkpoint,
+    so an edited or moved YAML file cannot change it); default ``config.spec()``."""
+
+    def __init__(self, config: TrainConfig, spec: NetworkSpec | None = None):
         self.config = config
-        self.spec = config.spec()
+        self.spec = spec if spec is not None else config.spec()
         self.device = resolve_device(config.device)
         torch.manual_seed(config.seed)
-        self.env = AdmissionVectorEnv(self.spec, config.num_envs, seed=config.seed,
-                                      include_in_service=config.include_in_service)
+        self.encoding = ObservationEncoding.for_spec(self.spec, config.include_in_service)
+        self.driver = Driver(self.spec, config.num_envs, seed=config.seed, encoding=self.encoding)
         self.B = config.num_envs
-        self.obs_dim = self.env.single_observation_space.shape[0]
-        servers = torch.as_tensor(self.spec.servers, dtype=torch.float32)
-        scale = torch.cat([servers, servers]) if config.include_in_service else servers
-        self.learner = DifferentialQLearner(self.obs_dim, scale, config.learner, self.device)
+        self.obs_dim = self.encoding.width
+        self.num_actions = self.spec.num_actions
+        self.learner = DifferentialQLearner(self.obs_dim, torch.from_numpy(self.encoding.scale(self.spec)),
+                                            config.learner, self.device, self.num_actions,
+                                            REWARD_RULES[self.spec.objective], self.spec.admission)
         self.replay = ReplayBuffer(config.replay_size, self.obs_dim, self.device, seed=config.seed)
         self.store = DelayedCompletionStore(self.B, self.obs_dim)
         self.rng = np.random.default_rng([config.seed, 1])  # exploration
-        self.auto_lam = self.spec.lam is None
+        self.auto_lam = self.spec.admission and self.spec.lam is None
         self.multiplier = LagrangeMultiplier(self.spec.eps - (config.lam_margin if self.auto_lam else 0.0),
-                                             lam=config.lam_init if self.auto_lam else self.spec.lam,
+                                             lam=config.lam_init if self.auto_lam else (self.spec.lam or 0.0),
                                              eta=config.lam_eta, kp=config.lam_kp, every=config.lam_every)
         self.stats = RunningStats(config.stats_half_life)
         self.t = 0
         self.last: dict[str, float] = {}
-        obs, _ = self.env.reset(seed=config.seed)
+        obs = self.driver.reset(config.seed)
         self.obs = obs
         self.store.put_obs(0, obs)
 
@@ -146,9 +150,8 @@ class Trainer:
         """One vector step and its gradient steps."""
         obs_t = torch.from_numpy(self.obs).to(self.device)
         greedy = self.learner.greedy_actions(obs_t).cpu().numpy()
-        action = epsilon_greedy(greedy, self.exploration(), self.rng)
-        self.env.lam = self.lam
-        self.obs, exp = act(self.env, self.store, self.t, action, greedy)
+        action = epsilon_greedy(greedy, self.exploration(), self.num_actions, self.rng)
+        self.obs, exp = act(self.driver, self.store, self.t, action, greedy)
         self.t += 1
         self.replay.add(exp)
         self.stats.update(exp)
@@ -164,7 +167,7 @@ class Trainer:
     def progress(self) -> dict[str, float]:
         out = {"violation": self.stats.violation, "greedy_violation": self.stats.greedy_violation,
                "acceptance": self.stats.acceptance, "objective": self.stats.objective,
-               "throughput": self.stats.throughput,
+               "throughput": self.stats.throughput, "mean_cost": self.stats.mean_cost,
                "rbar": float(self.learner.rbar), "lam": self.lam, "exploration": self.exploration(),
                "decisions": self.decisions}
         out.update({k: float(v) for k, v in self.last.items()})
@@ -183,9 +186,10 @@ class Trainer:
     def policy_section(self, metrics: dict | None = None) -> dict[str, Any]:
         """What an exported policy holds: weights, shapes, scenario, settings, evaluation, versions."""
         return {"format": POLICY_FORMAT, "version": FORMAT_VERSION, "obs_dim": self.obs_dim,
+                "num_actions": self.num_actions, "admission": self.spec.admission,
                 "hidden": list(self.config.learner.hidden), "scale": self.learner.q.scale.cpu(),
                 "state_dict": {k: v.cpu() for k, v in self.learner.q.state_dict().items()},
-                "include_in_service": self.config.include_in_service, "scenario": self.spec.to_dict(),
+                "encoding": self.encoding.to_dict(), "scenario": self.spec.to_dict(),
                 "lam": self.lam, "rbar": float(self.learner.rbar), "decisions": self.decisions,
                 "config": self.config.to_dict(), "metrics": metrics or {}, "versions": versions()}
 
@@ -194,9 +198,9 @@ class Trainer:
                 "policy": self.policy_section(), "config": self.config.to_dict(), "t": self.t,
                 "learner": self.learner.state_dict(), "multiplier": self.multiplier.state_dict(),
                 "stats": self.stats.state_dict(), "replay": self.replay.state_dict(),
-                "store": to_tensors(vars(self.store)), "sim": to_tensors(self.env.sim.get_state()),
+                "store": to_tensors(self.store.get_state()), "sim": to_tensors(self.driver.engine.get_state()),
                 "obs": torch.from_numpy(self.obs), "exploration_rng": self.rng.bit_generator.state,
-                "torch_rng": torch.get_rng_state(), "env_lam": self.env.lam}
+                "torch_rng": torch.get_rng_state()}
 
     def save(self, path: str | Path) -> Path:
         return save_atomic(self.state_dict(), path)
@@ -210,7 +214,7 @@ class Trainer:
             raise ValueError(f"resume: only {sorted(allowed)} may change, not {sorted(set(changes) - allowed)}. "
                              "Fix: start a new run to change other settings.")
         config = TrainConfig.from_dict({**state["config"], **changes})
-        trainer = cls(config)
+        trainer = cls(config, spec=NetworkSpec.from_dict(state["policy"]["scenario"]))
         trainer.load_state_dict(state)
         return trainer
 
@@ -220,10 +224,8 @@ class Trainer:
         self.multiplier.load_state_dict(state["multiplier"])
         self.stats.load_state_dict(state["stats"])
         self.replay.load_state_dict(state["replay"])
-        for k, v in to_arrays(state["store"]).items():
-            setattr(self.store, k, v)
-        self.env.sim.set_state(to_arrays(state["sim"]))
-        self.env.lam = float(state["env_lam"])
+        self.store.set_state(to_arrays(state["store"]))
+        self.driver.engine.set_state(to_arrays(state["sim"]))
         self.obs = state["obs"].numpy()
         self.rng.bit_generator.state = state["exploration_rng"]
         torch.set_rng_state(state["torch_rng"])

@@ -12,7 +12,7 @@ from drl_ac.theory.mmc_admission import (
     solve_lp,
     threshold_policy,
 )
-from envs import NetworkSpec, QueueNetworkSim
+from envs import Driver, NetworkSpec, ObservationEncoding
 from envs.distributions import Exponential
 from envs.rollout import accept_all, collect
 
@@ -22,8 +22,8 @@ def test_meet_probability_matches_engine(c, mu):
     lam, d_ub = 0.8 * c * mu, 6.0
     spec = NetworkSpec.tandem([c], [Exponential(1 / mu)], Exponential(1 / lam), d_ub=d_ub, eps=0.1)
     B = 200
-    done, obs = collect(QueueNetworkSim(spec, B, seed=5), accept_all, 2500, 500, include_in_service=True,
-                        record_obs=True)
+    driver = Driver(spec, B, seed=5, encoding=ObservationEncoding.for_spec(spec, include_in_service=True))
+    done, obs = collect(driver, accept_all, 2500, 500, record_obs=True)
     n_seen = (obs[:, :, 0] + obs[:, :, 1]).astype(int)  # (steps, B): waiting + in service
     order = np.lexsort((done.step, done.env))
     met = (done.sojourn[order] <= d_ub).reshape(B, -1).T  # aligned with obs: (steps, B)

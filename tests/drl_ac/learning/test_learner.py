@@ -5,6 +5,8 @@ import pytest
 import torch
 
 from drl_ac.learning.learner import DifferentialQLearner, LearnerConfig
+from drl_ac.learning.replay import Batch
+from envs.reward import response_time_reward
 
 
 def linear_learner(b0, b1, **kw):
@@ -17,9 +19,9 @@ def linear_learner(b0, b1, **kw):
     return learner
 
 
-def batch(action, met, greedy=True):
-    return {"obs": torch.zeros(1, 1), "next_obs": torch.zeros(1, 1), "action": torch.tensor([action]),
-            "met": torch.tensor([met]), "greedy": torch.tensor([greedy])}
+def batch(action, met, greedy=True, cost=0.0):
+    return Batch(torch.zeros(1, 1), torch.tensor([action]), torch.zeros(1, 1), torch.tensor([greedy]),
+                 torch.tensor([met]), torch.tensor([cost]))
 
 
 def test_td_update_by_hand():
@@ -61,9 +63,26 @@ def test_rbar_converges_to_gain_of_small_mdp():
         a = np.where(rng.random(64) < 0.2, rng.integers(0, 2, 64), greedy_a)
         met = s == 0
         nxt = np.where((s == 0) & (a == 1), 1.0, 0.0).astype(np.float32)
-        learner.update({"obs": obs, "next_obs": torch.from_numpy(nxt[:, None]), "action": torch.from_numpy(a),
-                        "met": torch.from_numpy(met), "greedy": torch.from_numpy(a == greedy_a)}, lam, eps)
+        learner.update(Batch(obs, torch.from_numpy(a), torch.from_numpy(nxt[:, None]),
+                             torch.from_numpy(a == greedy_a), torch.from_numpy(met), torch.zeros(64)), lam, eps)
         s = nxt
     assert float(learner.rbar) == pytest.approx(0.2, abs=0.03)
     policy = learner.greedy_actions(torch.tensor([[0.0], [1.0]])).tolist()
     assert policy == [1, 0]
+
+
+def test_three_actions_and_a_control_reward():
+    # K = 3, response-time objective: Q(s, .) = (1, 3, 2) everywhere; action 2 costs 4:
+    # r = -4, delta = -4 - 0 + 3 - Q(s, 2) = -3; control systems take the argmax.
+    cfg = LearnerConfig(hidden=(), lr=0.01, beta=0.1, batch_size=1, target_every=10**9)
+    learner = DifferentialQLearner(1, torch.ones(1), cfg, torch.device("cpu"), num_actions=3,
+                                   reward_rule=response_time_reward, admission=False)
+    with torch.no_grad():
+        for net in (learner.q, learner.target):
+            net.body[0].weight.zero_()
+            net.body[0].bias.copy_(torch.tensor([1.0, 3.0, 2.0]))
+    assert learner.greedy_actions(torch.zeros(2, 1)).tolist() == [1, 1]
+    learner.update(batch(2, True, cost=4.0), lam=0.0, eps=0.1)
+    assert float(learner.rbar) == pytest.approx(0.1 * -3.0)
+    b = learner.q.body[0].bias.detach()
+    assert b[2].item() == pytest.approx(2.0 - 0.01, abs=1e-6) and b[0].item() == pytest.approx(1.0)

@@ -13,7 +13,7 @@ import yaml
 from drl_ac import CheckpointError, TrainConfig, Trainer, load_policy
 from drl_ac.learning.learner import LearnerConfig
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 MM1 = {"name": "mm1", "arrival": {"dist": "exponential", "rate": 0.9},
        "stations": [{"name": "s", "servers": 1, "service": {"dist": "exponential", "mean": 1.0}}],
@@ -118,7 +118,7 @@ def test_train_and_evaluate_entry_points(mm1_yaml, tmp_path):
     cmd = [sys.executable, str(ROOT / "experiments/train.py"), "--scenario", mm1_yaml, "--steps", "20000",
            "--num-envs", "128", "--out", str(out), "--eval-arrivals", "5000", "--quiet", "--device", "cpu"]
     subprocess.run(cmd, check=True, cwd=tmp_path, capture_output=True, text=True)
-    for name in ("policy.pt", "policy.ts", "metrics.json", "checkpoint.pt"):
+    for name in ("policy.pt", "policy.pt2", "policy.onnx", "metrics.json", "checkpoint.pt"):
         assert (out / name).is_file()
     metrics = json.loads((out / "metrics.json").read_text())
     assert 0 <= metrics["violation"] <= 1 and 0 <= metrics["acceptance"] <= 1
@@ -128,8 +128,9 @@ def test_train_and_evaluate_entry_points(mm1_yaml, tmp_path):
     assert {"violation", "acceptance", "throughput", "objective", "mean_delay", "arrivals"} <= report.keys()
     assert report["arrivals"] >= 4000
     assert abs(report["acceptance"] - report["throughput"] - (report["violation"] * report["acceptance"])) < 1e-9
-    scripted = torch.jit.load(str(out / "policy.ts"))
-    assert scripted(torch.tensor([[0.0], [30.0]])).tolist()[0] in (0, 1)
+    program = torch.export.load(str(out / "policy.pt2")).module()
+    obs = np.array([[0.0], [3.0], [30.0]], np.float32)
+    np.testing.assert_array_equal(program(torch.from_numpy(obs)).numpy(), load_policy(out / "policy.pt")(obs))
     bad = subprocess.run([sys.executable, str(ROOT / "experiments/evaluate.py"), "--checkpoint",
                           str(tmp_path / "nope.pt")], capture_output=True, text=True)
     assert bad.returncode != 0 and "no such file" in bad.stderr
@@ -161,3 +162,28 @@ def test_wandb_logger_runs_offline_without_account(tmp_path, monkeypatch):
     logger.finish({"acceptance": 0.9})
     assert list((tmp_path / "wandb").glob("offline-run-*"))
     assert WandbLogger(False, {}).run is None
+
+
+def test_three_actions_end_to_end(tmp_path):
+    # [reject, fast, slow]: the slow station (service 4) always misses d_ub = 3; the fast one
+    # (service 1) meets it when empty. The learner must never route to the slow station,
+    # must admit to the fast one when it is empty, and the file must keep all three actions.
+    toy = {"name": "two_ways", "arrival": {"dist": "exponential", "rate": 0.5},
+           "stations": [{"name": "fast", "servers": 1, "service": {"dist": "deterministic", "mean": 1.0}},
+                        {"name": "slow", "servers": 1, "service": {"dist": "deterministic", "mean": 4.0}}],
+           "routing": {"fast": "exit", "slow": "exit"}, "d_ub": 3.0, "eps": 0.1, "lam": 2.0,
+           "actions": ["reject", "fast", "slow"]}
+    path = tmp_path / "toy.yaml"
+    path.write_text(yaml.safe_dump(toy))
+    trainer = Trainer(small_config(str(path), steps=80_000))
+    assert trainer.learner.q.body[-1].out_features == 3
+    trainer.train()
+    trainer.save(tmp_path / "checkpoint.pt")
+    policy = load_policy(tmp_path / "checkpoint.pt")
+    assert policy.num_actions == 3
+    states = np.array([[q1, q2] for q1 in range(4) for q2 in range(4)], np.float32)
+    actions = policy(states)
+    assert (actions != 2).all()
+    assert actions[0] == 1  # both empty: the fast station
+    resumed = Trainer.resume(tmp_path / "checkpoint.pt")
+    assert resumed.spec.actions == ("reject", "fast", "slow")

@@ -9,7 +9,7 @@ import pytest
 
 from drl_ac.evaluation.sweep import lagrangian, run_trials, summarize
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_lagrangian_by_hand():

@@ -67,3 +67,24 @@ def test_registered_single_env_passes_gymnasium_checker(env_id):
         obs, r, term, trunc, info = env.step(1)
         total += r
     assert not term
+
+
+def test_reset_mask_empties_only_the_masked_instances():
+    env = envs.make_vector("paper_tandem", 4, seed=2)
+    for _ in range(200):
+        obs, *_ = env.step(np.ones(4, int))
+    assert (obs.sum(1) > 0).all()
+    obs, _ = env.reset(options={"reset_mask": np.array([True, False, True, False])})
+    assert obs[[0, 2]].sum() == 0 and (obs[[1, 3]].sum(1) > 0).all()
+    with pytest.raises(ValueError, match="reset_mask"):
+        env.reset(options={"reset_mask": np.ones(3, bool)})
+
+
+def test_info_carries_action_and_success():
+    env = envs.make_vector("tandem", 8, seed=0)
+    env.reset(seed=0)
+    for _ in range(100):
+        _, _, _, _, info = env.step(np.ones(8, int))
+        c = info["completed"]
+        assert {"action", "success"} <= c.keys()
+        np.testing.assert_array_equal(c["success"], c["delay"] < env.spec.d_ub)

@@ -1,9 +1,9 @@
-"""The fast-forward equals what the real network does with the job admitted and no later arrivals."""
+"""The probe (fast-forward) equals what the real network does with the job admitted and no later arrivals."""
 
 import numpy as np
 import pytest
 
-from envs import QueueNetworkSim, load_spec
+from envs import Engine, load_spec
 
 
 def threshold(obs, k=6):
@@ -14,8 +14,8 @@ def threshold(obs, k=6):
 def test_counterfactual_equals_admitted_delay_without_further_arrivals(scenario):
     spec = load_spec(scenario)
     B, warm = 256, 300
-    real = QueueNetworkSim(spec, B, seed=7, exact_counterfactual=True)
-    twin = QueueNetworkSim(spec, B, seed=7, exact_counterfactual=True)
+    real = Engine(spec, B, seed=7, exact_counterfactual=True)
+    twin = Engine(spec, B, seed=7, exact_counterfactual=True)
     for _ in range(warm):
         a = threshold(real.observe())
         real.step(a == 1)
@@ -35,8 +35,8 @@ def test_counterfactual_equals_admitted_delay_without_further_arrivals(scenario)
 
 def test_early_exit_agrees_with_exact_counterfactual():
     spec = load_spec("paper_tandem")
-    fast = QueueNetworkSim(spec, 512, seed=3)
-    exact = QueueNetworkSim(spec, 512, seed=3, exact_counterfactual=True)
+    fast = Engine(spec, 512, seed=3)
+    exact = Engine(spec, 512, seed=3, exact_counterfactual=True)
     for _ in range(400):
         a = np.ones(512, bool)
         fast.step(a)
@@ -52,8 +52,8 @@ def test_early_exit_agrees_with_exact_counterfactual():
 
 def test_counterfactual_leaves_real_network_unchanged():
     spec = load_spec("paper_acyclic")
-    a = QueueNetworkSim(spec, 64, seed=11)
-    b = QueueNetworkSim(spec, 64, seed=11)
+    a = Engine(spec, 64, seed=11)
+    b = Engine(spec, 64, seed=11)
     for _ in range(200):
         a.step(np.ones(64, bool))
         b.step(np.ones(64, bool))
@@ -61,3 +61,32 @@ def test_counterfactual_leaves_real_network_unchanged():
     for _ in range(50):
         da, db = a.step(np.ones(64, bool)), b.step(np.ones(64, bool))
         np.testing.assert_array_equal(da.delay, db.delay)
+
+
+def test_counterfactual_on_trace(overtaking_spec, set_service):
+    # Same trace, but job2 (arriving at 3) is rejected. Had it been admitted with no later
+    # arrivals it would do s1 [3, 4], wait at s2 until 5, [5, 7]: sojourn 4.
+    sim = Engine(overtaking_spec, 1, seed=0, exact_counterfactual=True)
+    set_service(sim, 5.0, 2.0)
+    sim.step(np.array([True]))
+    set_service(sim, 1.0, 2.0)
+    sim.step(np.array([True]))
+    set_service(sim, 1.0, 2.0)
+    out = sim.step(np.array([False]))
+    rejected = out.step == 2
+    assert out.delay[rejected].tolist() == [4.0]
+    assert not out.accepted[rejected].any()
+    # ...and the real network is untouched: job0 leaves at 8 (no job2 ahead of it at s2, unlike 9)
+    rest = sim.drain()
+    assert dict(zip(rest.step.tolist(), rest.departure_time.tolist(), strict=True))[0] == 8.0
+
+
+def test_early_exit_reports_inf_only_when_deadline_missed(overtaking_spec, set_service):
+    spec = overtaking_spec.with_overrides(d_ub=3.5)
+    sim = Engine(spec, 1, seed=0)
+    for s1 in (5.0, 1.0):
+        set_service(sim, s1, 2.0)
+        sim.step(np.array([True]))
+    set_service(sim, 1.0, 2.0)
+    out = sim.step(np.array([False]))
+    assert np.isinf(out.delay[out.step == 2]).all()  # true delay 4 > 3.5

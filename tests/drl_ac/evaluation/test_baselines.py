@@ -49,13 +49,14 @@ def test_tabular_update_matches_eq5_and_eq6_by_hand():
     learner.q[i] = [0.2, 0.4]
     learner.q[j] = [1.0, -1.0]
     learner.rbar = 0.3
-    exp = Experiences(s, np.array([1]), s2, np.array([True]), np.array([False]))
+    exp = Experiences(s, np.array([1]), s2, np.array([True]), np.array([False]), np.zeros(1))
     learner.learn(exp, lam=8.0, eps=0.1)
     delta = -(1 - 0.1) * 8.0 - 0.3 + 1.0 - 0.4  # accepted, missed: r = -(1-eps) lam
     assert learner.q[i, 1] == pytest.approx(0.4 + 0.5 * delta)
     assert learner.q[i, 0] == pytest.approx(0.2)
     assert learner.rbar == pytest.approx(0.3 + 0.1 * delta)
-    learner.learn(Experiences(s, np.array([0]), s2, np.array([False]), np.array([True])), lam=8.0, eps=0.1)
+    learner.learn(Experiences(s, np.array([0]), s2, np.array([False]), np.array([True]), np.zeros(1)),
+                  lam=8.0, eps=0.1)
     assert learner.rbar == pytest.approx(0.3 + 0.1 * delta)  # not greedy: rbar unchanged
     assert TabularRLearner.exploration(0) == 0.5 and TabularRLearner.exploration(10**7) == 0.01
 

@@ -1,0 +1,51 @@
+"""The one path by which anything steps a simulator: the trainer, the evaluation harness
+and the Gymnasium adapter all call ``Driver.step`` and get the same ``Outcomes``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from envs.engine import Engine
+from envs.observation import ObservationEncoding
+from envs.outcomes import Outcomes
+from envs.spec import NetworkSpec
+
+
+class Driver:
+    """B instances of a system, observed through an encoding, stepped with validated actions."""
+
+    def __init__(self, spec: NetworkSpec, num_envs: int, seed: int | None = None,
+                 encoding: ObservationEncoding | None = None, **engine_options):
+        self.spec = spec
+        self.encoding = encoding or ObservationEncoding.for_spec(spec)
+        self.encoding.check(spec)
+        self.engine = Engine(spec, num_envs, seed=seed, **engine_options)
+        self.num_envs = self.engine.B
+        self.num_actions = spec.num_actions
+
+    @property
+    def t(self) -> int:
+        """Decision steps taken since the last reset."""
+        return self.engine.t
+
+    def reset(self, seed: int | None = None) -> np.ndarray:
+        self.engine.reset(seed)
+        return self.observe()
+
+    def reset_instances(self, mask: np.ndarray) -> np.ndarray:
+        self.engine.reset_instances(np.flatnonzero(mask))
+        return self.observe()
+
+    def observe(self) -> np.ndarray:
+        return self.encoding.encode(self.engine)
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, Outcomes]:
+        actions = np.asarray(actions)
+        K = self.num_actions
+        if (actions.shape != (self.num_envs,) or not np.issubdtype(actions.dtype, np.integer)
+                or actions.min() < 0 or actions.max() >= K):
+            raise ValueError(f"actions: expected ints in [0, {K}) of shape ({self.num_envs},), got shape "
+                             f"{actions.shape} dtype {actions.dtype}. Fix: one action per instance "
+                             f"({', '.join(f'{i} {a}' for i, a in enumerate(self.spec.actions))}).")
+        done = self.engine.step(actions)
+        return self.observe(), done

@@ -1,0 +1,83 @@
+"""The protocol every station kind implements, and the mutable state it lives in.
+
+Pending events of an instance are one fixed-width array ``next_event`` (R, E): each kind
+owns a contiguous block of E's columns (its *slots*: one per FCFS server, one per PS
+station, one per cell session or timer...). The loop takes the earliest slot of every
+row at once and hands each row to the kind owning that slot; the kind updates its own
+arrays and reports which jobs finished at which station. Where a job goes next is the
+dispatch rule's business (``envs.dispatch``), not the kind's.
+
+Kinds tell the state's ``observer`` when a job begins service (``started``): the real
+network records waits there, a probe (``envs.probe``) follows its job there. That is how
+the loop stays free of "is this the real run or a counterfactual" checks.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from envs.engine import Engine
+
+
+class Observer(Protocol):
+    def started(self, st: State, inst: np.ndarray, rows: np.ndarray, jid: np.ndarray, n: np.ndarray,
+                when: np.ndarray, wait: np.ndarray, service: np.ndarray, end: np.ndarray | None) -> None:
+        """Jobs ``jid`` of rows ``rows`` begin service at stations ``n`` at ``when`` after
+        waiting ``wait``; ``service`` is their work there, ``end`` their completion time when
+        it is already fixed (FCFS), else None (processor sharing)."""
+
+
+class State:
+    """Mutable dynamics of some instances: the event array, per-job clocks, kinds' arrays.
+
+    A probe works on ``take(rows)``: a copy of those rows only. Job-indexed arrays (second
+    axis = job slot) are listed in ``job_arrays`` so the engine can regrow them with the job
+    table.
+    """
+
+    job_arrays = ("since", "wait_sum")
+
+    def __init__(self, arrays: dict[str, np.ndarray], observer: Observer):
+        self.names = tuple(arrays)
+        self.observer = observer
+        for k, v in arrays.items():
+            setattr(self, k, v)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {k: getattr(self, k) for k in self.names}
+
+    def take(self, rows: np.ndarray, observer: Observer) -> State:
+        return State({k: getattr(self, k)[rows] for k in self.names}, observer)
+
+
+class StationKind(Protocol):
+    """One object per kind in a network, serving all stations of that kind (vectorised
+    over the station index ``n``, global numbering)."""
+
+    name: str
+    offset: int  # first column of next_event owned by this kind
+    slots: int  # number of columns it owns
+
+    def init_state(self, rows: int) -> dict[str, np.ndarray]:
+        """The kind's arrays for ``rows`` empty instances (names prefixed by the kind)."""
+
+    def arrive(self, eng: Engine, st: State, inst: np.ndarray, rows: np.ndarray, jid: np.ndarray,
+               n: np.ndarray, when: np.ndarray) -> None:
+        """Place jobs arriving at stations ``n`` (serve at once, or queue)."""
+
+    def handle(self, eng: Engine, st: State, inst: np.ndarray, rows: np.ndarray, slot: np.ndarray,
+               when: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+        """Process the event of each row at ``slot`` (time ``when``). Returns the jobs that
+        finished at their station: (indices into rows or None for all, job ids, stations)."""
+
+    def waiting(self, st: State) -> np.ndarray:
+        """(R, stations of this kind) jobs present but not in service."""
+
+    def busy(self, st: State) -> np.ndarray:
+        """(R, stations of this kind) servers' worth of capacity in use."""
+
+    def clear(self, st: State, rows: np.ndarray) -> None:
+        """Empty the stations of ``rows`` (reset of some instances)."""

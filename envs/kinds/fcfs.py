@@ -1,0 +1,133 @@
+"""Multi-server FCFS stations: c identical servers in front of one FIFO queue.
+
+Slots: one per server, holding its completion time (inf when idle). A job arriving at a
+station takes a free server if one exists, else joins the tail of the station's ring
+buffer; a freed server takes the head. Its service time is the one drawn for it at
+arrival to the network (job table column ``service``), so a probe replays it exactly.
+
+The handlers index with flat positions into reshaped views: NumPy gathers and scatters
+with one index array are markedly faster than with two or three.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from envs.kinds.base import State
+
+if TYPE_CHECKING:
+    from envs.engine import Engine
+
+
+class FcfsKind:
+    name = "fcfs"
+
+    def __init__(self, stations: Sequence[int], servers: Sequence[int], offset: int, num_stations: int):
+        self.stations = np.asarray(stations, np.int64)
+        self.local = np.full(num_stations, -1, np.int64)
+        self.local[self.stations] = np.arange(self.stations.size)
+        self.servers = np.asarray(servers, np.int64)
+        self.slot_station = np.repeat(self.stations, self.servers)  # global station of each server
+        self.offset = int(offset)
+        self.slots = int(self.servers.sum())
+        self.first_server = np.concatenate([[0], np.cumsum(self.servers)[:-1]])
+
+    def init_state(self, rows: int) -> dict[str, np.ndarray]:
+        n = self.stations.size
+        return {"fcfs_job": np.full((rows, self.slots), -1, np.int64),
+                "fcfs_q": np.full((rows, n, 16), -1, np.int64),
+                "fcfs_head": np.zeros((rows, n), np.int64), "fcfs_len": np.zeros((rows, n), np.int64)}
+
+    # ------------------------------------------------------------------ events
+    def _events(self, eng: Engine, st: State, rows: np.ndarray) -> np.ndarray:
+        ev = st.next_event[rows]
+        return ev if self.slots == eng.E else ev[:, self.offset:self.offset + self.slots]
+
+    def arrive(self, eng: Engine, st: State, inst, rows, jid, n, when) -> None:
+        K = eng.jobs.capacity
+        st.since.reshape(-1)[rows * K + jid % K] = when
+        free = np.isinf(self._events(eng, st, rows)) & (self.slot_station == n[:, None])
+        srv = free.argmax(1)
+        has_free = free[np.arange(rows.size), srv]
+        if has_free.all():
+            self._start(eng, st, inst, rows, srv, jid, n, when)
+            return
+        if has_free.any():
+            self._start(eng, st, inst, rows[has_free], srv[has_free], jid[has_free], n[has_free], when[has_free])
+        wait = ~has_free
+        self._push(st, rows[wait] * self.stations.size + self.local[n[wait]], jid[wait])
+
+    def handle(self, eng: Engine, st: State, inst, rows, slot, when):
+        srv = slot - self.offset
+        fs = rows * self.slots + srv
+        jobs = st.fcfs_job.reshape(-1)
+        jid = jobs[fs]
+        n = self.slot_station[srv]
+        st.next_event.reshape(-1)[rows * eng.E + slot] = np.inf
+        jobs[fs] = -1
+        fq = rows * self.stations.size + self.local[n]
+        queued = st.fcfs_len.reshape(-1)[fq] > 0
+        if queued.all():
+            self._start(eng, st, inst, rows, srv, self._pop(st, fq), n, when)
+        elif queued.any():
+            self._start(eng, st, inst, rows[queued], srv[queued], self._pop(st, fq[queued]), n[queued],
+                        when[queued])
+        return None, jid, n
+
+    def _start(self, eng: Engine, st: State, inst, rows, srv, jid, n, when) -> None:
+        K, N = eng.jobs.capacity, eng.N
+        fk = rows * K + jid % K
+        w = when - st.since.reshape(-1)[fk]
+        st.wait_sum.reshape(-1)[fk] += w
+        service = eng.jobs.service.reshape(-1)[(inst[rows] * K + jid % K) * N + n]
+        end = when + service
+        st.next_event.reshape(-1)[rows * eng.E + self.offset + srv] = end
+        st.fcfs_job.reshape(-1)[rows * self.slots + srv] = jid
+        st.observer.started(st, inst, rows, jid, n, when, w, service, end)
+
+    # ------------------------------------------------------------------ queues
+    @staticmethod
+    def _push(st: State, fq, jid) -> None:
+        length = st.fcfs_len.reshape(-1)
+        if (length[fq] >= st.fcfs_q.shape[2]).any():
+            _grow_queues(st)
+        q = st.fcfs_q.shape[2]
+        st.fcfs_q.reshape(-1)[fq * q + (st.fcfs_head.reshape(-1)[fq] + length[fq]) % q] = jid
+        length[fq] += 1
+
+    @staticmethod
+    def _pop(st: State, fq) -> np.ndarray:
+        q = st.fcfs_q.shape[2]
+        heads = st.fcfs_head.reshape(-1)
+        head = heads[fq]
+        jid = st.fcfs_q.reshape(-1)[fq * q + head]
+        heads[fq] = (head + 1) % q
+        st.fcfs_len.reshape(-1)[fq] -= 1
+        return jid
+
+    # ------------------------------------------------------------------ views
+    def waiting(self, st: State) -> np.ndarray:
+        return st.fcfs_len
+
+    def busy(self, st: State) -> np.ndarray:
+        idle = np.isinf(st.next_event[:, self.offset:self.offset + self.slots])
+        return np.add.reduceat(~idle, self.first_server, axis=1)
+
+    def clear(self, st: State, rows: np.ndarray) -> None:
+        st.fcfs_job[rows] = -1
+        st.fcfs_q[rows] = -1
+        st.fcfs_head[rows] = 0
+        st.fcfs_len[rows] = 0
+
+
+def _grow_queues(st: State) -> None:
+    """Double the ring buffers, unrolling each so that its head is at 0."""
+    q = st.fcfs_q.shape[2]
+    order = (st.fcfs_head[:, :, None] + np.arange(q)) % q
+    buf = np.full(st.fcfs_q.shape[:2] + (2 * q,), -1, dtype=st.fcfs_q.dtype)
+    buf[:, :, :q] = np.take_along_axis(st.fcfs_q, order, axis=2)
+    st.fcfs_q = buf
+    st.fcfs_head[:] = 0

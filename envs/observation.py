@@ -1,0 +1,76 @@
+"""What a controller sees at an arrival, resolved in one place.
+
+The encoding is part of a trained policy (it is saved with it), so evaluation, the
+Gymnasium adapter and users' scripts all observe exactly what the policy was trained on.
+Features, in order: jobs waiting per station (the paper's state); with
+``include_in_service`` the busy servers per station; with several job classes the
+arriving job's class, one-hot; with a periodic arrival profile the phase of the period
+(1 + sin, 1 + cos: shifted so that every feature is >= 0, which the Q-network's log1p
+input transform needs), so a controller can anticipate the busy hours.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from envs.engine import Engine
+from envs.spec import NetworkSpec
+
+
+@dataclass(frozen=True)
+class ObservationEncoding:
+    num_stations: int
+    include_in_service: bool = False
+    num_classes: int = 1
+    period: float | None = None
+
+    @classmethod
+    def for_spec(cls, spec: NetworkSpec, include_in_service: bool = False) -> ObservationEncoding:
+        return cls(spec.num_stations, include_in_service, spec.num_classes, spec.period)
+
+    @property
+    def width(self) -> int:
+        n = self.num_stations * (2 if self.include_in_service else 1)
+        return n + (self.num_classes if self.num_classes > 1 else 0) + (2 if self.period else 0)
+
+    def encode(self, eng: Engine) -> np.ndarray:
+        """(B, width) float32 features of the current arrival in every instance."""
+        parts = [eng.waiting()]
+        if self.include_in_service:
+            parts.append(eng.busy())
+        if self.num_classes > 1:
+            parts.append(np.eye(self.num_classes)[eng.arriving])
+        if self.period:
+            angle = 2 * np.pi * (eng.now % self.period) / self.period
+            parts.append(1.0 + np.stack([np.sin(angle), np.cos(angle)], 1))  # shifted: features stay >= 0
+        return parts[0].astype(np.float32) if len(parts) == 1 else np.concatenate(parts, 1).astype(np.float32)
+
+    def scale(self, spec: NetworkSpec) -> np.ndarray:
+        """Per-feature normaliser for the Q-network: a station's servers for its counts, 1 else."""
+        servers = spec.servers.astype(np.float32)
+        parts = [servers] + ([servers] if self.include_in_service else [])
+        if self.num_classes > 1:
+            parts.append(np.ones(self.num_classes, np.float32))
+        if self.period:
+            parts.append(np.ones(2, np.float32))
+        return np.concatenate(parts)
+
+    def check(self, spec: NetworkSpec) -> None:
+        """Refuse a network this encoding does not fit (another number of stations or classes)."""
+        mine = ObservationEncoding.for_spec(spec, self.include_in_service)
+        if mine != self:
+            raise ValueError(f"observation: the policy reads {self.num_stations} stations and {self.num_classes} "
+                             f"classes but {spec.name} has {spec.num_stations} and {spec.num_classes}. "
+                             "Fix: use the network the policy was trained on.")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ObservationEncoding:
+        period = d.get("period")
+        return cls(int(d["num_stations"]), bool(d.get("include_in_service", False)), int(d.get("num_classes", 1)),
+                   None if period is None else float(period))

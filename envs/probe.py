@@ -1,0 +1,98 @@
+"""Probes: score a decision not taken (the paper's fast-forward, its "simulated environment").
+
+For the instances ``rows``, a copy of their dynamics only (``State.take``) gets the job
+arriving now inserted under the alternative decision (admitted, entering as drawn), and
+runs with no further arrivals until the job's outcome is decided. The job draws are
+shared read-only with the real network, so the probe replays exactly the service times
+and route the real network would have used; the real network is untouched.
+
+Generic over station kinds: the probe follows its job through the observer hooks every
+kind calls (``started``) and the exit handler of the loop, never by looking inside a
+kind. A row stops as soon as the outcome is known:
+* the job starts service at its last station with a fixed end (FCFS): its departure is
+  then fixed;
+* it leaves the network (any kind);
+* unless exact: its deadline can no longer be met. The job misses iff its waits exceed
+  d_ub minus the work its delay counts (all of it for the sojourn time, the last
+  station's for the paper's measure), so the row runs only to a horizon that starts at
+  ``arrival + d_ub - counted work`` and moves by each station's work when the job starts
+  there (its delay is then reported as inf). Under processor sharing a job "starts" on
+  arrival and its time there is at least its work, so the same bound holds.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from envs.outcomes import Outcomes
+
+if TYPE_CHECKING:
+    from envs.engine import Engine
+
+
+class Follow:
+    """Observer of a probe: tracks the one job it inserted in every row."""
+
+    def __init__(self, eng: Engine, job: int, horizon: np.ndarray):
+        self.eng = eng
+        self.job = job
+        self.slot = job % eng.capacity
+        self.horizon = horizon
+        self.departure = np.full(horizon.size, np.inf)
+        self.wait_sum = np.zeros(horizon.size)
+
+    def started(self, st, inst, rows, jid, n, when, wait, service, end) -> None:
+        mine = jid == self.job
+        if not mine.any():
+            return
+        r = rows[mine]
+        self.horizon[r] += service[mine]
+        if end is None:
+            return
+        final = self.eng.routing.after(self.eng.jobs, inst[r], jid[mine], n[mine]) >= self.eng.N
+        if final.any():
+            rf = r[final]
+            self.departure[rf] = end[mine][final]
+            self.wait_sum[rf] = st.wait_sum[rf, self.slot]
+            self.horizon[rf] = -np.inf
+
+    def on_exit(self, rows, jid, n, when) -> np.ndarray:
+        mine = jid == self.job
+        self.departure[rows[mine]] = when[mine]
+        self.wait_sum[rows[mine]] = self.clone.wait_sum[rows[mine], self.slot]
+        return mine
+
+
+class Probe:
+    def __init__(self, eng: Engine, exact: bool = False):
+        self.eng = eng
+        self.exact = exact
+
+    def run(self, rows: np.ndarray) -> Outcomes:
+        eng = self.eng
+        R, t = rows.size, eng.t
+        slot = t % eng.capacity
+        jobs = eng.jobs
+        start = eng.now[rows]
+        entry = eng.routing.entry(jobs, rows, slot, None)
+        total, last = eng.routing.path_service(jobs, rows, slot, entry)
+        cls = jobs.job_class[rows, slot]
+        d_ub = eng.d_ub[cls]
+        if self.exact:
+            horizon = np.full(R, np.inf)
+        else:  # the job misses iff its waits exceed d_ub minus the work its delay counts
+            horizon = start + d_ub - (total if eng.spec.delay == "sojourn" else last)
+        follow = Follow(eng, t, horizon)
+        clone = eng.state.take(rows, follow)
+        follow.clone = clone
+        local = np.arange(R)
+        eng.insert(clone, rows, local, None)
+        eng.run(clone, rows, follow.horizon, follow.on_exit)
+        done = follow.departure
+        sojourn = done - start
+        delay = np.where(np.isfinite(done), eng.job_delay(follow.wait_sum, sojourn, last), np.inf)
+        nan = np.full((R, eng.N), np.nan)
+        return Outcomes(rows.copy(), np.full(R, t, np.int64), np.zeros(R, np.int64), np.zeros(R, bool),
+                        delay < d_ub, delay, sojourn, start.copy(), done, cls, nan, nan.copy())

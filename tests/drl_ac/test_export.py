@@ -1,0 +1,143 @@
+"""Exported policies (.pt2 and ONNX) give exactly the torch module's actions."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from drl_ac.export import INPUT_NAME, OUTPUT_NAME, export_onnx, export_program
+from drl_ac.learning.qnet import GreedyPolicy, QNetwork
+
+ort = pytest.importorskip("onnxruntime")
+
+D = 6
+SCALE = torch.tensor([1.0, 2.0, 4.0, 1.0, 8.0, 3.0])
+BATCHES = (1, 2, 7, 64, 926)  # 1000 states in all
+
+
+def states(seed: int, n: int = 1000) -> np.ndarray:
+    """Non-negative observations: small queue lengths, exponential tails, zeros and huge values."""
+    rng = np.random.default_rng(seed)
+    kind = rng.integers(0, 4, (n, 1))
+    x = np.where(kind == 0, rng.integers(0, 30, (n, D)),
+                 np.where(kind == 1, rng.exponential(10.0, (n, D)),
+                          np.where(kind == 2, 10.0 ** rng.uniform(-3, 7, (n, D)), 0.0)))
+    x[rng.random((n, D)) < 0.1] = 0.0
+    x[:3] = [[0.0], [1e9], [3.4e38]]  # rows of zeros, of a billion, of nearly float32's largest
+    return x.astype(np.float32)
+
+
+class ArgmaxPolicy(nn.Module):
+    """K-action policy: argmax over an MLP's K Q-values (what GreedyPolicy becomes for K > 2)."""
+
+    def __init__(self, obs_dim: int, num_actions: int, hidden: int = 32):
+        super().__init__()
+        self.register_buffer("scale", SCALE.clone())
+        self.body = nn.Sequential(nn.Linear(obs_dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                                  nn.Linear(hidden, num_actions))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.body(torch.log1p(obs / self.scale)).argmax(dim=1)
+
+
+def greedy_policy() -> GreedyPolicy:
+    torch.manual_seed(1)
+    qnet = QNetwork(obs_dim=D, scale=SCALE, hidden=(32, 32)).eval()
+    with torch.no_grad():  # bias at the median advantage, so both actions are frequent
+        q = qnet(torch.from_numpy(states(0)))
+        bias = float((q[:, 1] - q[:, 0]).median())
+    return GreedyPolicy(qnet, bias).eval()
+
+
+def argmax_policy() -> ArgmaxPolicy:
+    torch.manual_seed(2)
+    return ArgmaxPolicy(D, num_actions=3).eval()
+
+
+def assert_same_actions(module: nn.Module, folder, seed: int, num_actions: int) -> None:
+    pt2 = export_program(module, D, folder / "policy.pt2")
+    onnx_path = export_onnx(module, D, folder / "policy.onnx")
+    assert sorted(p.name for p in folder.iterdir()) == ["policy.onnx", "policy.pt2"]  # no temporaries left
+    program = torch.export.load(pt2).module()
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    x = states(seed)
+    with torch.no_grad():
+        expected = module(torch.from_numpy(x)).numpy()
+    assert expected.dtype == np.int64 and set(np.unique(expected)) == set(range(num_actions))
+    start = 0
+    for b in (*BATCHES, len(x)):  # every state in batches of several sizes, then all at once
+        chunk = x[start:start + b] if b < len(x) else x
+        want = expected[start:start + b] if b < len(x) else expected
+        start = (start + b) % len(x)
+        with torch.no_grad():
+            got_pt2 = program(torch.from_numpy(chunk))
+        assert got_pt2.dtype == torch.int64 and got_pt2.shape == (len(chunk),)
+        np.testing.assert_array_equal(got_pt2.numpy(), want)
+        (got_onnx,) = session.run([OUTPUT_NAME], {INPUT_NAME: chunk})
+        assert got_onnx.dtype == np.int64 and got_onnx.shape == (len(chunk),)
+        # ONNX has no log1p (it becomes log(1 + x)) and onnxruntime's matmuls round differently,
+        # so Q-values agree to ~1e-6, not bitwise; the actions must still agree exactly.
+        np.testing.assert_array_equal(got_onnx, want)
+
+
+def test_greedy_policy_exports_match_torch(tmp_path):
+    assert_same_actions(greedy_policy(), tmp_path, seed=10, num_actions=2)
+
+
+def test_argmax_policy_with_three_actions_exports_match_torch(tmp_path):
+    assert_same_actions(argmax_policy(), tmp_path, seed=11, num_actions=3)
+
+
+def test_exports_are_quiet(tmp_path, capfd):
+    """No warnings at all (FutureWarning, DeprecationWarning, ...) and nothing on stdout/stderr."""
+    module = greedy_policy()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        export_program(module, D, tmp_path / "policy.pt2")
+        export_onnx(module, D, tmp_path / "policy.onnx")
+    assert [f"{w.category.__name__}: {w.message}" for w in caught] == []
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+
+
+def test_onnx_signature_has_named_dynamic_batch(tmp_path):
+    module = argmax_policy().train()
+    session = ort.InferenceSession(str(export_onnx(module, D, tmp_path / "policy.onnx")),
+                                   providers=["CPUExecutionProvider"])
+    assert module.training  # traced in eval mode, handed back as it came
+    (inp,), (out,) = session.get_inputs(), session.get_outputs()
+    assert (inp.name, inp.type, inp.shape) == ("obs", "tensor(float)", ["batch", D])
+    assert (out.name, out.type, out.shape) == ("action", "tensor(int64)", ["batch"])
+
+
+def test_failed_export_keeps_the_old_file(tmp_path, monkeypatch):
+    target = tmp_path / "policy.pt2"
+    target.write_bytes(b"previous")
+    with pytest.raises(ValueError, match="int64 actions"):  # a Q-network is not a policy
+        export_program(QNetwork(obs_dim=D), D, target)
+
+    def broken_save(program, f):
+        with open(f, "wb") as out:
+            out.write(b"half")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(torch.export, "save", broken_save)
+    with pytest.raises(OSError, match="disk full"):
+        export_program(argmax_policy(), D, target)
+    assert target.read_bytes() == b"previous"
+    assert [p.name for p in tmp_path.iterdir()] == ["policy.pt2"]
+
+
+@pytest.mark.parametrize(("call", "name", "obs_dim", "match"), [
+    (export_program, "policy.onnx", D, r"\.pt2"),
+    (export_onnx, "policy.pt2", D, r"\.onnx"),
+    (export_program, "policy.pt2", 0, "positive integer"),
+])
+def test_bad_arguments(tmp_path, call, name, obs_dim, match):
+    with pytest.raises(ValueError, match=match):
+        call(argmax_policy(), obs_dim, tmp_path / name)
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,50 @@
+"""The observation encoding: layout, class one-hot, phase features, and its round trip."""
+
+import numpy as np
+import pytest
+
+from envs import Engine, NetworkSpec, ObservationEncoding, load_spec
+
+CLASSES = {"classes": [{"name": "a", "arrival": {"dist": "poisson", "rate": 0.3,
+                                                 "profile": {"period": 24, "sinusoid": {"amplitude": 0.5}}}},
+                       {"name": "b", "arrival": {"dist": "poisson", "rate": 0.2,
+                                                 "profile": {"period": 24, "sinusoid": {"amplitude": 0.9,
+                                                                                        "phase": 3.0}}}}],
+           "stations": [{"name": "s1", "servers": 2, "service": {"dist": "exponential", "mean": 1.0}},
+                        {"name": "s2", "servers": 1, "service": {"dist": "exponential", "mean": 0.5}}],
+           "d_ub": 10, "eps": 0.1}
+
+
+def test_default_is_the_papers_state():
+    spec = load_spec("paper_tandem")
+    enc = ObservationEncoding.for_spec(spec)
+    assert enc.width == 3 and enc.scale(spec).tolist() == [3, 5, 2]
+    sim = Engine(spec, 4, seed=0)
+    for _ in range(50):
+        sim.step(np.ones(4, np.int64))
+    np.testing.assert_array_equal(enc.encode(sim), sim.waiting())
+    both = ObservationEncoding.for_spec(spec, include_in_service=True)
+    np.testing.assert_array_equal(both.encode(sim)[:, 3:], sim.busy())
+
+
+def test_classes_and_phase_features():
+    spec = NetworkSpec.from_dict(CLASSES)
+    enc = ObservationEncoding.for_spec(spec)
+    assert (enc.num_classes, enc.period, enc.width) == (2, 24.0, 2 + 2 + 2)
+    sim = Engine(spec, 16, seed=1)
+    for _ in range(30):
+        obs = enc.encode(sim)
+        np.testing.assert_array_equal(obs[:, 2:4], np.eye(2)[sim.arriving])
+        angle = 2 * np.pi * (sim.now % 24) / 24
+        np.testing.assert_allclose(obs[:, 4:], 1 + np.stack([np.sin(angle), np.cos(angle)], 1), atol=1e-6)
+        assert (obs >= 0).all()
+        sim.step(np.ones(16, np.int64))
+    assert ObservationEncoding.from_dict(enc.to_dict()) == enc
+    with pytest.raises(ValueError, match="observation"):
+        enc.check(load_spec("paper_tandem"))
+
+
+def test_spec_with_classes_round_trips():
+    spec = NetworkSpec.from_dict(CLASSES)
+    again = NetworkSpec.from_dict(spec.to_dict())
+    assert again == spec
