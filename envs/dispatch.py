@@ -6,7 +6,8 @@ job-table columns it draws at arrival, so a probe replays the same route. The pr
 * ``columns``: per-job draws (``envs.jobs.Column``);
 * ``draw(rng, jobs, slot)``: fill them for the job arriving now in every instance;
 * ``entry(jobs, inst, slot, action)``: first station of admitted jobs under ``action``;
-* ``after(jobs, inst, jid, n)``: next station of jobs leaving station ``n`` (N = exit).
+* ``after(jobs, at)``: next station of jobs leaving a station (N = exit); ``at`` is the
+  flat index of (instance, job slot, station) in the job table's per-station columns.
 
 Copy-to-d with cancellation fits as ``entry`` returning d stations per job (the engine
 places each copy) and ``after`` cancelling siblings through the kinds' ``clear``-style
@@ -53,9 +54,8 @@ class ProbabilisticRouting:
         chosen = self.action_entry[action]
         return np.where(chosen >= 0, chosen, drawn)
 
-    def after(self, jobs: StepRing, inst: np.ndarray, jid: np.ndarray, n: np.ndarray) -> np.ndarray:
-        K = jobs.capacity
-        return jobs.route.reshape(-1)[(inst * K + jid % K) * self.N + n]
+    def after(self, jobs: StepRing, at: np.ndarray) -> np.ndarray:
+        return jobs.route.reshape(-1)[at]
 
     def path_service(self, jobs: StepRing, inst: np.ndarray, slot: int, start: np.ndarray
                      ) -> tuple[np.ndarray, np.ndarray]:

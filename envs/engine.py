@@ -40,10 +40,8 @@ class RecordWaits:
     def __init__(self, eng: Engine):
         self.eng = eng
 
-    def started(self, st, inst, rows, jid, n, when, wait, service, end) -> None:
-        jobs = self.eng.jobs
-        K = jobs.capacity
-        jobs.wait.reshape(-1)[(inst[rows] * K + jid % K) * self.eng.N + n] = wait
+    def started(self, st, rows, jid, at, when, wait, service, end) -> None:
+        self.eng.jobs.wait.reshape(-1)[at] = wait
 
 
 class Engine:
@@ -263,7 +261,8 @@ class Engine:
                     found.append((m if k_idx is None else m[k_idx], k_jid, k_n))
             idx, jid, n = (np.concatenate(col) for col in zip(*found, strict=True))
         r, w = (rows, when) if idx is None else (rows[idx], when[idx])
-        nxt = self.routing.after(self.jobs, inst[r], jid, n)
+        K = self.jobs.capacity
+        nxt = self.routing.after(self.jobs, (inst[r] * K + jid % K) * self.N + n)
         moving = nxt < self.N
         if moving.all():
             self.arrive(st, inst, r, jid, nxt, w)

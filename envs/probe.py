@@ -43,7 +43,7 @@ class Follow:
         self.departure = np.full(horizon.size, np.inf)
         self.wait_sum = np.zeros(horizon.size)
 
-    def started(self, st, inst, rows, jid, n, when, wait, service, end) -> None:
+    def started(self, st, rows, jid, at, when, wait, service, end) -> None:
         mine = jid == self.job
         if not mine.any():
             return
@@ -51,15 +51,17 @@ class Follow:
         self.horizon[r] += service[mine]
         if end is None:
             return
-        final = self.eng.routing.after(self.eng.jobs, inst[r], jid[mine], n[mine]) >= self.eng.N
+        final = self.eng.routing.after(self.eng.jobs, at[mine]) >= self.eng.N
         if final.any():
             rf = r[final]
             self.departure[rf] = end[mine][final]
             self.wait_sum[rf] = st.wait_sum[rf, self.slot]
             self.horizon[rf] = -np.inf
 
-    def on_exit(self, rows, jid, n, when) -> np.ndarray:
+    def on_exit(self, rows, jid, n, when) -> np.ndarray | None:
         mine = jid == self.job
+        if not mine.any():
+            return None
         self.departure[rows[mine]] = when[mine]
         self.wait_sum[rows[mine]] = self.clone.wait_sum[rows[mine], self.slot]
         return mine

@@ -45,3 +45,33 @@ def collect(driver: Driver, policy: Policy, steps: int, warmup: int = 0, record_
     done = Outcomes.concat(parts, eng.N)
     window = done.select((done.step >= first) & (done.step < end))
     return window, (np.stack(seen) if seen is not None else None)
+
+
+def warm_up(driver: Driver, policy: Policy, chunk: int = 200, min_steps: int = 400, max_steps: int = 40_000,
+            z: float = 2.0) -> int:
+    """Run ``policy`` until the system is stationary; returns the steps taken.
+
+    Instances start empty, so the number in system drifts up (under accept-all at high load
+    for thousands of arrivals). After each ``chunk`` of steps the mean number in system over
+    the chunk is compared with the previous chunk's: stationary once the change is within
+    ``z`` standard errors (across instances) twice in a row, after at least ``min_steps``.
+    ``max_steps`` bounds the warm-up of a system that never settles (an unstable one).
+    """
+    eng = driver.engine
+    obs = driver.observe()
+    previous, calm, steps = None, 0, 0
+    while steps < max_steps:
+        level = np.zeros(eng.B)
+        for _ in range(chunk):
+            obs, _ = driver.step(np.asarray(policy(obs), np.int64))
+            level += eng.jobs_in_system()
+        steps += chunk
+        level /= chunk
+        if previous is not None and steps >= min_steps:
+            diff = level - previous
+            se = diff.std(ddof=1) / np.sqrt(diff.size) if diff.size > 1 else np.inf
+            calm = calm + 1 if abs(diff.mean()) <= z * se else 0
+            if calm >= 2:
+                break
+        previous = level
+    return steps

@@ -2,6 +2,12 @@
 automatically for a scenario: the rule with the highest acceptance whose violation
 P(d > d_ub | A) stays <= eps, found with common random numbers (every candidate sees the
 same arrivals and service times) so that comparisons between candidates are sharp.
+
+Feasibility is decided with the estimate's noise: a candidate is evaluated on ``arrivals``
+decisions, and while the 95% interval of its violation contains eps the sample doubles
+(the same instances run longer, so samples are nested) up to ``max_arrivals``, where the
+point estimate decides. Rules far from eps are settled cheaply; rules close to it get a
+standard error of about 0.0015 (800k arrivals) instead of being rejected by noise.
 """
 
 from __future__ import annotations
@@ -65,37 +71,61 @@ def wait_weights(spec: NetworkSpec) -> tuple[float, ...]:
 @dataclass
 class TuningResult:
     rule: Callable
-    metrics: dict
-    trace: list[tuple[str, float, float]] = field(default_factory=list)  # (rule, violation, acceptance)
+    metrics: dict  # the chosen rule's evaluation on the largest sample it needed
+    trace: list[tuple[str, int, float, float]] = field(default_factory=list)  # (rule, arrivals, violation, acceptance)
 
 
 class _Tuner:
-    """Evaluates candidates on common random numbers and remembers what it saw."""
+    """Evaluates candidates on common random numbers, growing the sample while undecided."""
 
-    def __init__(self, spec: NetworkSpec, arrivals: int, seed: int, num_envs: int):
+    def __init__(self, spec: NetworkSpec, arrivals: int, seed: int, num_envs: int, max_arrivals: int | None = None,
+                 progress: Callable[[str], None] | None = None):
         self.spec, self.arrivals, self.seed, self.num_envs = spec, arrivals, seed, num_envs
-        self.trace: list[tuple[str, float, float]] = []
-        self.cache: dict[str, dict] = {}
+        self.max_arrivals = max_arrivals if max_arrivals is not None else 8 * arrivals
+        self.progress = progress
+        self.trace: list[tuple[str, int, float, float]] = []
+        self.cache: dict[tuple[str, int], dict] = {}
+        self.decided: dict[str, tuple[bool, dict]] = {}
 
-    def __call__(self, rule) -> dict:
-        key = rule.describe()
+    def evaluate(self, rule, arrivals: int) -> dict:
+        key = (rule.describe(), arrivals)
         if key not in self.cache:
-            m = evaluate(rule, self.spec, arrivals=self.arrivals, seed=self.seed, num_envs=self.num_envs)
+            m = evaluate(rule, self.spec, arrivals=arrivals, seed=self.seed, num_envs=self.num_envs)
             self.cache[key] = m
-            self.trace.append((key, m["violation"], m["acceptance"]))
+            self.trace.append((key[0], arrivals, m["violation"], m["acceptance"]))
+            if self.progress is not None:
+                lo, hi = m["violation_ci"]
+                self.progress(f"{key[0]}: violation {m['violation']:.4f} [{lo:.4f}, {hi:.4f}], acceptance "
+                              f"{m['acceptance']:.4f} ({m['arrivals']} arrivals)")
         return self.cache[key]
 
+    def _decide(self, rule) -> tuple[bool, dict]:
+        key = rule.describe()
+        if key not in self.decided:
+            n, eps = self.arrivals, self.spec.eps
+            while True:
+                m = self.evaluate(rule, n)
+                lo, hi = m["violation_ci"]
+                if hi <= eps or lo > eps or n >= self.max_arrivals:
+                    self.decided[key] = (bool(m["violation"] <= eps), m)
+                    break
+                n = min(2 * n, self.max_arrivals)
+        return self.decided[key]
+
+    def __call__(self, rule) -> dict:
+        return self._decide(rule)[1]
+
     def feasible(self, rule) -> bool:
-        return self(rule)["violation"] <= self.spec.eps
+        return self._decide(rule)[0]
 
     def result(self, rule) -> TuningResult:
         return TuningResult(rule, self(rule), list(self.trace))
 
 
-def tune_total(spec: NetworkSpec, arrivals: int = 60_000, seed: int = 777, num_envs: int = 400,
-               max_k: int = 400) -> TuningResult:
+def tune_total(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_envs: int = 400,
+               max_k: int = 400, **tuner_options) -> TuningResult:
     """Largest k with violation <= eps (violation and acceptance grow with k)."""
-    tuner = _Tuner(spec, arrivals, seed, num_envs)
+    tuner = _Tuner(spec, arrivals, seed, num_envs, **tuner_options)
     if not tuner.feasible(TotalThreshold(1)):
         return tuner.result(TotalThreshold(1))
     lo, hi = 1, 2  # lo feasible; grow hi until infeasible
@@ -107,10 +137,10 @@ def tune_total(spec: NetworkSpec, arrivals: int = 60_000, seed: int = 777, num_e
     return tuner.result(TotalThreshold(lo))
 
 
-def tune_weighted(spec: NetworkSpec, arrivals: int = 60_000, seed: int = 777, num_envs: int = 400,
-                  iterations: int = 12) -> TuningResult:
+def tune_weighted(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_envs: int = 400,
+                  iterations: int = 12, **tuner_options) -> TuningResult:
     """Bisection on the threshold of the estimated wait w.q, w from ``wait_weights``."""
-    tuner = _Tuner(spec, arrivals, seed, num_envs)
+    tuner = _Tuner(spec, arrivals, seed, num_envs, **tuner_options)
     w = wait_weights(spec)
     lo, hi = 1e-9, float(spec.d_ub)
     while tuner.feasible(WeightedThreshold(w, hi)) and hi < 1e4 * spec.d_ub:
@@ -121,12 +151,12 @@ def tune_weighted(spec: NetworkSpec, arrivals: int = 60_000, seed: int = 777, nu
     return tuner.result(WeightedThreshold(w, lo))
 
 
-def tune_stations(spec: NetworkSpec, start: int, arrivals: int = 60_000, seed: int = 777,
-                  num_envs: int = 400, max_rounds: int = 30) -> TuningResult:
+def tune_stations(spec: NetworkSpec, start: int, arrivals: int = 100_000, seed: int = 777,
+                  num_envs: int = 400, max_rounds: int = 30, **tuner_options) -> TuningResult:
     """Coordinate search from every threshold = ``start`` (the tuned total k): lower the
     threshold that costs least acceptance until feasible, then raise any that stays feasible
     and gains most, until no single change helps."""
-    tuner = _Tuner(spec, arrivals, seed, num_envs)
+    tuner = _Tuner(spec, arrivals, seed, num_envs, **tuner_options)
     ks = [max(1, start)] * spec.num_stations
 
     def with_k(n: int, k: int) -> StationThresholds:
@@ -149,9 +179,10 @@ def tune_stations(spec: NetworkSpec, start: int, arrivals: int = 60_000, seed: i
     return tuner.result(StationThresholds(tuple(ks)))
 
 
-def tuned_rules(spec: NetworkSpec, arrivals: int = 60_000, seed: int = 777) -> dict[str, TuningResult]:
-    """All threshold rules tuned for ``spec``."""
-    total = tune_total(spec, arrivals, seed)
+def tuned_rules(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777,
+                progress: Callable[[str], None] | None = None) -> dict[str, TuningResult]:
+    """All threshold rules tuned for ``spec`` (``progress`` is told of every evaluation)."""
+    total = tune_total(spec, arrivals, seed, progress=progress)
     return {"total threshold": total,
-            "per-station thresholds": tune_stations(spec, total.rule.k, arrivals, seed),
-            "weighted threshold": tune_weighted(spec, arrivals, seed)}
+            "per-station thresholds": tune_stations(spec, total.rule.k, arrivals, seed, progress=progress),
+            "weighted threshold": tune_weighted(spec, arrivals, seed, progress=progress)}

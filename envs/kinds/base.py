@@ -23,11 +23,12 @@ if TYPE_CHECKING:
 
 
 class Observer(Protocol):
-    def started(self, st: State, inst: np.ndarray, rows: np.ndarray, jid: np.ndarray, n: np.ndarray,
-                when: np.ndarray, wait: np.ndarray, service: np.ndarray, end: np.ndarray | None) -> None:
-        """Jobs ``jid`` of rows ``rows`` begin service at stations ``n`` at ``when`` after
-        waiting ``wait``; ``service`` is their work there, ``end`` their completion time when
-        it is already fixed (FCFS), else None (processor sharing)."""
+    def started(self, st: State, rows: np.ndarray, jid: np.ndarray, at: np.ndarray, when: np.ndarray,
+                wait: np.ndarray, service: np.ndarray, end: np.ndarray | None) -> None:
+        """Jobs ``jid`` of rows ``rows`` begin service at ``when`` after waiting ``wait``;
+        ``at`` is the flat index of (instance, job slot, station) in the job table's
+        per-station columns, ``service`` their work there, ``end`` their completion time
+        when it is already fixed (FCFS), else None (processor sharing)."""
 
 
 class State:

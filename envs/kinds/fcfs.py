@@ -42,14 +42,11 @@ class FcfsKind:
                 "fcfs_head": np.zeros((rows, n), np.int64), "fcfs_len": np.zeros((rows, n), np.int64)}
 
     # ------------------------------------------------------------------ events
-    def _events(self, eng: Engine, st: State, rows: np.ndarray) -> np.ndarray:
-        ev = st.next_event[rows]
-        return ev if self.slots == eng.E else ev[:, self.offset:self.offset + self.slots]
-
     def arrive(self, eng: Engine, st: State, inst, rows, jid, n, when) -> None:
         K = eng.jobs.capacity
         st.since.reshape(-1)[rows * K + jid % K] = when
-        free = np.isinf(self._events(eng, st, rows)) & (self.slot_station == n[:, None])
+        ev = st.next_event[rows] if self.slots == eng.E else st.next_event[rows, self.offset:self.offset + self.slots]
+        free = np.isinf(ev) & (self.slot_station == n[:, None])
         srv = free.argmax(1)
         has_free = free[np.arange(rows.size), srv]
         if has_free.all():
@@ -82,11 +79,12 @@ class FcfsKind:
         fk = rows * K + jid % K
         w = when - st.since.reshape(-1)[fk]
         st.wait_sum.reshape(-1)[fk] += w
-        service = eng.jobs.service.reshape(-1)[(inst[rows] * K + jid % K) * N + n]
+        at = (inst[rows] * K + jid % K) * N + n
+        service = eng.jobs.service.reshape(-1)[at]
         end = when + service
         st.next_event.reshape(-1)[rows * eng.E + self.offset + srv] = end
         st.fcfs_job.reshape(-1)[rows * self.slots + srv] = jid
-        st.observer.started(st, inst, rows, jid, n, when, w, service, end)
+        st.observer.started(st, rows, jid, at, when, w, service, end)
 
     # ------------------------------------------------------------------ queues
     @staticmethod

@@ -64,12 +64,13 @@ class PsKind:
         width = st.ps_tag.shape[2]
         pos = (st.ps_job.reshape(-1, width)[fp] < 0).argmax(1)
         K = eng.jobs.capacity
-        work = eng.jobs.service.reshape(-1)[(inst[rows] * K + jid % K) * eng.N + n]
+        at = (inst[rows] * K + jid % K) * eng.N + n
+        work = eng.jobs.service.reshape(-1)[at]
         st.ps_tag.reshape(-1)[fp * width + pos] = st.ps_clock.reshape(-1)[fp] + work
         st.ps_job.reshape(-1)[fp * width + pos] = jid
         st.ps_count.reshape(-1)[fp] += 1
         self._reschedule(eng, st, rows, lp, fp, when)
-        st.observer.started(st, inst, rows, jid, n, when, np.zeros(rows.size), work, None)
+        st.observer.started(st, rows, jid, at, when, np.zeros(rows.size), work, None)
 
     def handle(self, eng: Engine, st: State, inst, rows, slot, when):
         lp = slot - self.offset

@@ -32,6 +32,20 @@ def test_tuning_finds_the_known_best_threshold():
     assert [t[0] for t in result.trace][:2] == ["sum q < 1", "sum q < 2"]
 
 
+def test_undecided_candidates_get_larger_samples():
+    # eps 0.001 above the exact violation of "accept iff n < 7": a 60k sample cannot tell
+    # (its 95% half-width is ~0.006), so the tuner doubles it up to the cap, then decides;
+    # "n < 2" is far below eps and is settled by the first sample.
+    from drl_ac.evaluation.baselines import _Tuner
+    exact = threshold_policy(7, 1, 1.0, 0.9, 8.0)
+    spec = NetworkSpec.tandem([1], [Exponential(1.0)], Exponential(1 / 0.9), d_ub=8.0, eps=exact.violation + 0.001)
+    tuner = _Tuner(spec, 60_000, 777, 400, max_arrivals=240_000)
+    tuner.feasible(TotalThreshold(6))
+    assert [t[1] for t in tuner.trace] == [60_000, 120_000, 240_000]
+    tuner.feasible(TotalThreshold(1))
+    assert tuner.trace[-1][:2] == ("sum q < 1", 60_000)
+
+
 def test_rules_act_as_described():
     obs = np.array([[0, 0, 0], [3, 2, 1], [5, 0, 0]], np.float32)
     assert TotalThreshold(6).__call__(obs).tolist() == [1, 0, 1]
