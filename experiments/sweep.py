@@ -1,12 +1,22 @@
 """Multiplier sweep (the paper's Fig. 3): g(lam) and violation over a grid of lam and seeds.
 
     python experiments/sweep.py --scenario paper_tandem --lams 1 2 4 8 16 --seeds 0 1 2 3
-    python experiments/sweep.py --ray                  # the same trials as Ray tasks (local cluster)
-    python experiments/sweep.py --ray ray://head:10001 # ... on a running Ray cluster
+    python experiments/sweep.py --ray                  # the same trials as Ray tasks on a fresh local Ray
+    python experiments/sweep.py --ray auto             # ... on the cluster in RAY_ADDRESS or a running local one
+    python experiments/sweep.py --ray ray://head:10001 # ... on a remote cluster through Ray Client
 
 Writes OUT/trials.csv, OUT/sweep.csv and OUT/sweep.json, and prints lam* (the minimiser of
 g, equivalently the smallest lam whose violation is <= eps). Ray is optional:
 pip install -e ".[distributed]".
+
+Ray addresses (--ray ADDRESS): none starts a local Ray for this run (no dashboard) and stops it
+at the end; "auto" uses the cluster named by RAY_ADDRESS, else one started on this machine
+with `ray start --head`; "HOST:6379" joins that cluster's head from a node of it;
+"ray://HOST:10001" connects to a remote head through Ray Client. Each trial is a one-CPU task;
+the cluster's nodes need this project installed (same version: pip install -e . there), and a
+scenario given as a YAML path must exist at that path on them (the packaged names always do).
+Results do not depend on where a trial runs: the same seeds give the same numbers (on the
+same kind of CPU).
 """
 
 from __future__ import annotations
@@ -28,7 +38,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--arrivals", type=int, default=100_000, help="evaluation arrivals per trial")
     p.add_argument("--workers", type=int, default=default_workers(), help="local processes")
     p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                   help="run trials as Ray tasks (a local cluster when no address is given)")
+                   help="run trials as Ray tasks: no ADDRESS starts a local Ray; 'auto' uses RAY_ADDRESS "
+                        "or a running local cluster; 'ray://HOST:10001' a remote one (Ray Client)")
     p.add_argument("--wandb", action="store_true", help="each trial a W&B run, grouped per scenario")
     p.add_argument("--out", type=Path, default=Path("results/sweep"))
     args = p.parse_args(argv)

@@ -24,7 +24,15 @@ def lagrangian(metrics: dict, lam: float, eps: float) -> float:
 
 
 def run_trial(trial: dict) -> dict:
-    """Train one (scenario, lam, seed) and evaluate its greedy policy. Runs in a worker."""
+    """Train one (scenario, lam, seed) and evaluate its greedy policy. Runs in a worker: a local
+    process, a Ray task, or this process. Keys: scenario, lam, seed, steps, num_envs, arrivals;
+    optional threads (torch CPU threads, default 1), device (default cpu), wandb, group, and
+    train (more TrainConfig fields, e.g. {"learning_starts": 1000}). Returns the trial with the
+    evaluation metrics, g, eps and training (the trainer's final progress: rbar, loss, ...).
+
+    Deterministic given the trial: the seed fixes every random stream and torch runs on a fixed
+    number of threads (set here, restored afterwards), so the same trial gives bit-identical
+    results in this process, a process pool or on Ray workers of the same machine type."""
     import torch
 
     from drl_ac.checkpoint import LoadedPolicy
@@ -32,30 +40,65 @@ def run_trial(trial: dict) -> dict:
     from drl_ac.learning.trainer import TrainConfig, Trainer
     from drl_ac.tracking import WandbLogger
 
-    torch.set_num_threads(trial.get("threads", 1))
-    config = TrainConfig(scenario=trial["scenario"], lam=float(trial["lam"]), seed=int(trial["seed"]),
-                         steps=int(trial["steps"]), num_envs=int(trial["num_envs"]), device=trial.get("device", "cpu"))
-    trainer = Trainer(config)
-    logger = WandbLogger(trial.get("wandb", False), config.to_dict(), group=trial.get("group"),
-                         name=f"{trial['scenario']}-lam{trial['lam']}-seed{trial['seed']}")
-    trainer.train(callback=lambda tr: logger.log(tr.progress(), step=tr.decisions), callback_every=50)
-    metrics = evaluate(LoadedPolicy(trainer.policy_section()), trainer.spec, arrivals=int(trial["arrivals"]),
-                       seed=int(trial["seed"]) + 10_000)
-    g = lagrangian(metrics, float(trial["lam"]), trainer.spec.eps)
-    logger.finish({**metrics, "g": g})
-    return {**trial, **metrics, "g": g, "eps": trainer.spec.eps}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(int(trial.get("threads", 1)))
+    try:
+        config = TrainConfig.from_dict({
+            **trial.get("train", {}), "scenario": trial["scenario"], "lam": float(trial["lam"]),
+            "seed": int(trial["seed"]), "steps": int(trial["steps"]), "num_envs": int(trial["num_envs"]),
+            "device": trial.get("device", "cpu")})
+        trainer = Trainer(config)
+        logger = WandbLogger(trial.get("wandb", False), config.to_dict(), group=trial.get("group"),
+                             name=f"{trial['scenario']}-lam{trial['lam']}-seed{trial['seed']}")
+        trainer.train(callback=lambda tr: logger.log(tr.progress(), step=tr.decisions), callback_every=50)
+        metrics = evaluate(LoadedPolicy(trainer.policy_section()), trainer.spec, arrivals=int(trial["arrivals"]),
+                           seed=int(trial["seed"]) + 10_000)
+        g = lagrangian(metrics, float(trial["lam"]), trainer.spec.eps)
+        logger.finish({**metrics, "g": g})
+    finally:
+        torch.set_num_threads(threads)
+    # training: the learner's final state (rbar, last loss, ...), which depends on every weight
+    return {**trial, **metrics, "g": g, "eps": trainer.spec.eps, "training": trainer.progress()}
+
+
+def _ray_connect(ray, address: str | None) -> bool:
+    """Connect to Ray unless this process already is; True when this call connected (and so
+    should disconnect). address None (or "", "local"): start a fresh local Ray, no dashboard;
+    "auto": the cluster in RAY_ADDRESS or one started with `ray start` on this machine;
+    "host:6379": join that cluster's head directly; "ray://host:10001": a remote cluster through
+    Ray Client. An already initialised Ray (e.g. the caller's ray.init) is used as it is."""
+    if ray.is_initialized():
+        return False
+    if address in (None, "", "local"):
+        ray.init(address="local", include_dashboard=False, log_to_driver=False)
+    else:
+        try:
+            ray.init(address=address)
+        except ConnectionError as exc:
+            raise RuntimeError(f"no Ray cluster at {address!r} ({exc}). Fix: start one (ray start --head), "
+                               "set RAY_ADDRESS, or leave the address out for a local Ray") from exc
+    return True
 
 
 def run_trials(trials: list[dict], workers: int = 1, ray_address: str | None = None, use_ray: bool = False
                ) -> list[dict]:
+    """Run the trials and return their results in the same order. use_ray: as Ray tasks (one CPU
+    each, or the trial's threads) on the Ray this process is connected to, else on ray_address
+    (see _ray_connect; a connection made here is closed at the end). Otherwise in this process
+    (workers <= 1) or a pool of local processes. Results do not depend on where a trial runs
+    (on the same kind of CPU)."""
     if use_ray:
         try:
             import ray
         except ImportError:
             raise RuntimeError(RAY_HINT) from None
-        ray.init(address=ray_address, ignore_reinit_error=True, log_to_driver=False)
-        remote = ray.remote(num_cpus=1)(run_trial)
-        return ray.get([remote.remote(t) for t in trials])
+        connected = _ray_connect(ray, ray_address)
+        try:
+            remote = ray.remote(run_trial)
+            return ray.get([remote.options(num_cpus=int(t.get("threads", 1))).remote(t) for t in trials])
+        finally:
+            if connected:
+                ray.shutdown()
     if workers <= 1:
         return [run_trial(t) for t in trials]
     with ProcessPoolExecutor(max_workers=workers) as pool:
