@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from envs.distributions import Distribution, make_distribution
-from envs.errors import SpecError
+from envs.errors import SpecError, as_finite, check_keys
 
 __all__ = [
     "ArrivalProcess",
@@ -41,15 +41,7 @@ TWO_PI = 2.0 * math.pi
 
 def _number(value: Any, field: str, fix: str) -> float:
     """A finite real number (booleans are rejected: YAML turns 'yes' into True)."""
-    if isinstance(value, bool):
-        raise SpecError(field, f"not a number: {value!r}", fix)
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise SpecError(field, f"not a number: {value!r}", fix) from None
-    if not math.isfinite(x):
-        raise SpecError(field, f"must be finite, got {value!r}", fix)
-    return x
+    return as_finite(value, field, fix)
 
 
 def _positive(value: Any, field: str, what: str) -> float:
@@ -398,9 +390,7 @@ _SINUSOID_KEYS = ("amplitude", "phase")
 
 
 def _unknown_keys(cfg: Mapping[str, Any], allowed: Sequence[str], field: str) -> None:
-    extra = [k for k in cfg if k not in allowed]
-    if extra:
-        raise SpecError(field, f"unknown key {extra[0]!r}", f"use only {', '.join(allowed)}")
+    check_keys(cfg, allowed, field, key_in_field=False)
 
 
 def _make_profile(cfg: Mapping[str, Any], field: str) -> RateProfile:
@@ -462,7 +452,7 @@ def make_arrivals(cfg: Mapping[str, Any] | Distribution | ArrivalProcess, field:
     if isinstance(cfg, Distribution):
         return RenewalArrivals(cfg)
     if isinstance(cfg, Mapping):
-        family = str(cfg.get("dist", "")).lower()
+        family = str(cfg.get("dist", "")).strip().lower()
         if "profile" in cfg:
             if family != "poisson":
                 raise SpecError(field + ".dist",

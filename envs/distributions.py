@@ -8,14 +8,16 @@ simulator never loops over instances.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import os
+import stat
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from envs.errors import SpecError
+from envs.errors import SpecError, as_number, brief, check_keys, did_you_mean
 
 
 class Distribution:
@@ -151,12 +153,9 @@ class Empirical(Distribution):
 def _positive(cfg: Mapping[str, Any], key: str, field: str) -> float:
     if key not in cfg:
         raise SpecError(field, f"missing '{key}'", f"give '{key}' as a positive number")
-    try:
-        value = float(cfg[key])
-    except (TypeError, ValueError):
-        raise SpecError(field + "." + key, f"not a number: {cfg[key]!r}", "give a positive number") from None
+    value = as_number(cfg[key], field + "." + key, "give a positive number")
     if not math.isfinite(value) or value <= 0:
-        raise SpecError(field + "." + key, f"must be positive and finite, got {cfg[key]!r}",
+        raise SpecError(field + "." + key, f"must be positive and finite, got {brief(cfg[key])}",
                         "give a positive number")
     return value
 
@@ -166,50 +165,153 @@ def _mean(cfg: Mapping[str, Any], field: str) -> float:
     if "rate" in cfg and "mean" in cfg:
         raise SpecError(field, "both 'mean' and 'rate' given", "give only one of them")
     if "rate" in cfg:
-        return 1.0 / _positive(cfg, "rate", field)
+        mean = 1.0 / _positive(cfg, "rate", field)
+        if not math.isfinite(mean):
+            raise SpecError(field + ".rate", f"rate {brief(cfg['rate'])} is so small that the mean is infinite",
+                            "give a larger rate, or the mean")
+        return mean
     return _positive(cfg, "mean", field)
 
 
-def _read_samples(path: str, field: str, base_dir: Path | None) -> tuple[float, ...]:
+_TEXT_FIX = "give a UTF-8 text file with one observed time per line (or comma separated)"
+
+
+def read_text_file(p: Path, field: str, fix: str) -> str:
+    """The text of ``p``; a SpecError (naming ``field``) if it is missing, unreadable or binary."""
+    try:
+        regular = stat.S_ISREG(p.stat().st_mode)
+        data = p.read_bytes() if regular else b""  # not a directory or a device like /dev/zero
+    except OSError as exc:
+        raise SpecError(field, f"cannot read {str(p)!r} ({exc.strerror or exc})", fix) from None
+    except ValueError as exc:  # e.g. an embedded NUL byte in the path
+        raise SpecError(field, f"{brief(str(p))} is not a usable path ({exc})", fix) from None
+    if not regular:
+        raise SpecError(field, f"{str(p)!r} is not a regular file", fix)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SpecError(field, f"{str(p)!r} is not a text file (byte {exc.start} is not UTF-8)", fix) from None
+    if "\x00" in text:
+        raise SpecError(field, f"{str(p)!r} is not a text file (it holds NUL bytes)", fix)
+    return text
+
+
+def _read_samples(path: Any, field: str, base_dir: Path | None) -> tuple[float, ...]:
+    ffield = field + ".file"
+    if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise SpecError(ffield, f"expected the path of a text file, got {brief(path)}", _TEXT_FIX)
     p = Path(path)
     if not p.is_absolute() and base_dir is not None:
         p = base_dir / p
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise SpecError(field + ".file", f"cannot read {str(p)!r} ({exc.strerror})",
-                        "give a readable text file with one observed time per line") from None
-    try:
-        values = [float(tok) for tok in text.replace(",", " ").split()]
-    except ValueError:
-        raise SpecError(field + ".file", f"{str(p)!r} holds something that is not a number",
-                        "one positive number per line (or comma separated)") from None
-    if not values or min(values) <= 0 or not all(math.isfinite(v) for v in values):
-        raise SpecError(field + ".file", f"{str(p)!r} needs at least one value, all positive",
-                        "remove zero, negative or non-finite observations")
+    text = read_text_file(p, ffield, _TEXT_FIX)
+    values = []
+    fix = "one positive, finite number per line (or comma separated)"
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        for tok in line.replace(",", " ").split():
+            where = f"{str(p)!r} line {lineno}"
+            try:
+                x = float(tok)
+            except ValueError:
+                raise SpecError(ffield, f"{where}: {brief(tok)} is not a number", fix) from None
+            if not math.isfinite(x):
+                raise SpecError(ffield, f"{where}: {brief(tok)} is not finite (a job would never finish)",
+                                "remove non-finite observations")
+            if x <= 0:
+                raise SpecError(ffield, f"{where}: {brief(tok)} is not positive",
+                                "remove zero or negative observations")
+            values.append(x)
+    if not values:
+        raise SpecError(ffield, f"{str(p)!r} holds no values", "give at least one observed time")
+    return tuple(values)
+
+
+def _inline_samples(raw: Any, field: str) -> tuple[float, ...]:
+    fix = "list the observed times as positive, finite numbers, e.g. values: [1.2, 0.8, 3.1]"
+    if isinstance(raw, np.ndarray):
+        raw = raw.tolist()
+    if isinstance(raw, (str, bytes, bytearray, Mapping)) or not isinstance(raw, Sequence):
+        raise SpecError(field, f"expected a list of observed times, got {brief(raw)}", fix)
+    if len(raw) == 0:
+        raise SpecError(field, "the list is empty", fix)
+    values = []
+    for i, v in enumerate(raw):
+        x = as_number(v, f"{field}[{i}]", fix)
+        if not math.isfinite(x):
+            raise SpecError(f"{field}[{i}]", f"{brief(v)} is not finite (a job would never finish)", fix)
+        if x <= 0:
+            raise SpecError(f"{field}[{i}]", f"an observed time must be positive, got {brief(v)}", fix)
+        values.append(x)
     return tuple(values)
 
 
 FAMILIES = ("exponential", "deterministic", "gamma", "lognormal", "hyperexponential", "lomax", "empirical")
+_ALIASES = {"exp": "exponential", "markovian": "exponential", "m": "exponential",
+            "det": "deterministic", "d": "deterministic", "h2": "hyperexponential",
+            "pareto2": "lomax", "pareto": "lomax", **{f: f for f in FAMILIES}}
+# Keys each family reads (besides 'dist'); 'mean' may always be given as 'rate' instead.
+_KEYS = {"exponential": ("mean", "rate"), "deterministic": ("mean", "rate"),
+         "gamma": ("mean", "rate", "scv"), "lognormal": ("mean", "rate", "scv"),
+         "hyperexponential": ("mean", "rate", "scv"),
+         "lomax": ("mean", "rate", "scv", "shape", "scale"), "empirical": ("file", "values")}
+_KEY_ALIASES = {"cv2": "scv", "cv": "scv", "mu": "rate", "lambda": "rate", "path": "file",
+                "samples": "values", "data": "values"}
+
+
+def _check_dist_keys(cfg: Mapping[str, Any], family: str, field: str) -> None:
+    """Refuse keys the family does not read; a key another family reads gets its own hint."""
+    allowed = ("dist",) + _KEYS[family]
+    what = f"{'an' if family[0] in 'aeiou' else 'a'} {family} distribution"
+    every = sorted({k for keys in _KEYS.values() for k in keys})
+    for key in cfg:
+        if isinstance(key, str) and key in allowed:
+            continue
+        guess = did_you_mean(key, every, _KEY_ALIASES) if isinstance(key, str) else None
+        if guess is None or guess in allowed:
+            check_keys({key: None}, allowed, field, what=what, aliases=_KEY_ALIASES)
+        users = [f for f, keys in _KEYS.items() if guess in keys]
+        raise SpecError(f"{field}.{key}", f"unknown key {brief(key)}",
+                        f"{what} takes only {', '.join(allowed)}; '{guess}' belongs to {', '.join(users)}")
 
 
 def make_distribution(cfg: Mapping[str, Any] | float, field: str,
                       base_dir: Path | None = None) -> Distribution:
     """Build a distribution from a YAML-style mapping, e.g. ``{dist: gamma, mean: 3, scv: 0.8}``.
 
-    ``field`` is the path of this entry in the spec, used in error messages.
+    ``field`` is the path of this entry in the spec, used in error messages. Keys the
+    family does not read are refused (a misspelt ``sccv`` must not silently fall back).
     """
     if isinstance(cfg, Distribution):
         return cfg
+    dist = _build(cfg, field, base_dir)
+    with np.errstate(over="ignore"):
+        mean = float(dist.mean)
+    if not (math.isfinite(mean) and mean > 0):
+        raise SpecError(field, f"these parameters give a mean time of {mean}",
+                        "give parameters with a positive, finite mean")
+    return dist
+
+
+def _build(cfg: Any, field: str, base_dir: Path | None) -> Distribution:
     if not isinstance(cfg, Mapping):
-        raise SpecError(field, f"expected a mapping like {{dist: gamma, mean: 1, scv: 0.5}}, got {cfg!r}",
+        raise SpecError(field, f"expected a mapping like {{dist: gamma, mean: 1, scv: 0.5}}, got {brief(cfg)}",
                         f"choose 'dist' from {', '.join(FAMILIES)}")
-    family = str(cfg.get("dist", "")).lower()
-    if family in ("exp", "exponential", "markovian", "m"):
+    if "dist" not in cfg:
+        guess = next((k for k in cfg if isinstance(k, str) and did_you_mean(k, ("dist",))), None)
+        raise SpecError(field + ".dist", "missing" + (f" (is {guess!r} a misspelt 'dist'?)" if guess else ""),
+                        f"choose 'dist' from {', '.join(FAMILIES)}")
+    raw = cfg["dist"]
+    family = _ALIASES.get(raw.strip().lower()) if isinstance(raw, str) else None
+    if family is None:
+        guess = did_you_mean(raw, _ALIASES) if isinstance(raw, str) else None
+        raise SpecError(field + ".dist", f"unknown distribution {brief(raw)}",
+                        (f"did you mean '{_ALIASES[guess]}'? " if guess else "")
+                        + f"choose one of {', '.join(FAMILIES)}")
+    _check_dist_keys(cfg, family, field)
+    if family == "exponential":
         return Exponential(_mean(cfg, field))
-    if family in ("deterministic", "det", "d"):
+    if family == "deterministic":
         return Deterministic(_mean(cfg, field))
-    if family in ("gamma", "lognormal", "hyperexponential", "h2"):
+    if family in ("gamma", "lognormal", "hyperexponential"):
         mean = _mean(cfg, field)
         scv = _positive(cfg, "scv", field)
         if family == "gamma":
@@ -220,30 +322,40 @@ def make_distribution(cfg: Mapping[str, Any] | float, field: str,
             raise SpecError(field + ".scv", f"a two-phase hyperexponential needs SCV >= 1, got {scv}",
                             "use gamma or lognormal for SCV < 1")
         return HyperExponential(mean, scv)
-    if family in ("lomax", "pareto2", "pareto"):
+    if family == "lomax":
         if "shape" in cfg:
+            if "scv" in cfg:
+                raise SpecError(field + ".scv", "cannot be combined with 'shape' (the shape fixes the SCV)",
+                                "give shape with scale (or mean), or mean with scv")
             shape = _positive(cfg, "shape", field)
             if shape <= 1.0:
                 raise SpecError(field + ".shape", f"Lomax needs shape > 1 for a finite mean, got {shape}",
                                 "use a shape above 1")
-            scale = _positive(cfg, "scale", field) if "scale" in cfg else _mean(cfg, field) * (shape - 1.0)
-            return Lomax(shape, scale)
-        mean = _mean(cfg, field)
-        scv = _positive(cfg, "scv", field)
-        if scv <= 1.0:
-            raise SpecError(field + ".scv", f"Lomax by mean and SCV needs SCV > 1, got {scv}",
-                            "use SCV > 1 or give 'shape' and 'scale'")
-        shape = 2.0 * scv / (scv - 1.0)
-        return Lomax(shape, mean * (shape - 1.0))
-    if family == "empirical":
-        if "file" in cfg:
-            return Empirical(_read_samples(str(cfg["file"]), field, base_dir), str(cfg["file"]))
-        if "values" in cfg:
-            values = tuple(float(v) for v in cfg["values"])
-            if not values or min(values) <= 0:
-                raise SpecError(field + ".values", "needs at least one value, all positive",
-                                "remove zero or negative observations")
-            return Empirical(values)
-        raise SpecError(field, "empirical needs 'file' or 'values'", "give the path of observed times")
-    raise SpecError(field + ".dist", f"unknown distribution {cfg.get('dist')!r}",
-                    f"choose one of {', '.join(FAMILIES)}")
+            if "scale" in cfg:
+                if "mean" in cfg or "rate" in cfg:
+                    raise SpecError(field, "both 'scale' and a mean (or rate) given",
+                                    "give the shape with either the scale or the mean")
+                scale = _positive(cfg, "scale", field)
+            else:
+                scale = _mean(cfg, field) * (shape - 1.0)
+        else:
+            if "scale" in cfg:
+                raise SpecError(field + ".scale", "needs 'shape'", "give shape and scale, or mean and scv")
+            mean = _mean(cfg, field)
+            scv = _positive(cfg, "scv", field)
+            if scv <= 1.0:
+                raise SpecError(field + ".scv", f"Lomax by mean and SCV needs SCV > 1, got {scv}",
+                                "use SCV > 1 or give 'shape' and 'scale'")
+            shape = 2.0 * scv / (scv - 1.0)
+            scale = mean * (shape - 1.0)
+        if not (math.isfinite(shape) and math.isfinite(scale) and scale > 0):
+            raise SpecError(field, f"these parameters give a Lomax with shape {shape} and scale {scale}",
+                            "give parameters whose shape and scale are positive and finite")
+        return Lomax(shape, scale)
+    # empirical
+    if ("file" in cfg) == ("values" in cfg):
+        raise SpecError(field, "empirical needs exactly one of 'file' and 'values'",
+                        "give the path of a file of observed times, or list them under 'values'")
+    if "file" in cfg:
+        return Empirical(_read_samples(cfg["file"], field, base_dir), str(cfg["file"]))
+    return Empirical(_inline_samples(cfg["values"], field + ".values"))

@@ -1,4 +1,25 @@
-"""One error type for bad network descriptions, so users see the field and the fix."""
+"""One error type for bad network descriptions, so users see the field and the fix.
+
+Also the small checks every reader of a description shares: refusing keys it does not
+know (with a "did you mean" hint) and reading numbers without letting YAML's booleans
+(``yes``/``no``) or huge integers slip through.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import reprlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = 60
+_SHORT.maxother = 60
+_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = 6
+_SHORT.maxlevel = 3
 
 
 class SpecError(ValueError):
@@ -9,3 +30,65 @@ class SpecError(ValueError):
         self.problem = problem
         self.fix = fix
         super().__init__(f"{field}: {problem}. Fix: {fix}.")
+
+
+def brief(value: Any) -> str:
+    """A short repr of a user value for error messages (long lists and strings are cut)."""
+    return _SHORT.repr(value)
+
+
+def did_you_mean(word: Any, choices: Iterable[str], aliases: Mapping[str, str] | None = None) -> str | None:
+    """The closest known choice to a misspelt ``word``, or None when nothing is close."""
+    text = str(word)
+    if aliases and text.lower() in aliases:
+        return aliases[text.lower()]
+    close = difflib.get_close_matches(text, [str(c) for c in choices], n=1, cutoff=0.6)
+    if not close:
+        close = difflib.get_close_matches(text.lower(), [str(c) for c in choices], n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def check_keys(cfg: Mapping[Any, Any], allowed: Iterable[str], field: str, *, what: str = "",
+               aliases: Mapping[str, str] | None = None, key_in_field: bool = True) -> None:
+    """Raise SpecError on the first key of ``cfg`` that is not in ``allowed``.
+
+    The error names ``field.key`` (or just ``field`` when ``key_in_field`` is False), says
+    which keys are known (``what`` describes the mapping, e.g. "a station") and suggests
+    the closest known key.
+    """
+    allowed = tuple(allowed)
+    for key in cfg:
+        if isinstance(key, str) and key in allowed:
+            continue
+        name = str(key)
+        where = (f"{field}.{name}" if field else name) if key_in_field else (field or "<spec>")
+        guess = did_you_mean(name, allowed, aliases)
+        hint = f"did you mean '{guess}'? " if guess else "remove it; "
+        raise SpecError(where, f"unknown key {brief(key)}",
+                        f"{hint}{what + ' takes only' if what else 'known keys are'} {', '.join(allowed)}")
+
+
+def as_number(value: Any, field: str, fix: str = "give a number") -> float:
+    """``float(value)``, as a SpecError on anything that is not a real number.
+
+    Booleans are refused (YAML reads ``yes``/``no``/``true`` as booleans, which Python
+    would silently treat as 1 and 0); numeric strings are accepted because PyYAML reads
+    ``1e3`` (no dot) as a string. The result may be nan or inf: callers check ranges.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        raise SpecError(field, f"expected a number, got the boolean {value!r}", fix)
+    if isinstance(value, (bytes, bytearray)):
+        raise SpecError(field, f"expected a number, got {brief(value)}", fix)
+    try:
+        return float(value)
+    except OverflowError:
+        raise SpecError(field, f"number too large: {brief(value)}", fix) from None
+    except (TypeError, ValueError):
+        raise SpecError(field, f"not a number: {brief(value)}", fix) from None
+
+
+def as_finite(value: Any, field: str, fix: str = "give a finite number") -> float:
+    x = as_number(value, field, fix)
+    if not math.isfinite(x):
+        raise SpecError(field, f"must be finite, got {brief(value)}", fix)
+    return x

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +18,8 @@ import numpy as np
 import yaml
 
 from envs.arrivals import ArrivalProcess, PoissonProfileArrivals, RenewalArrivals, make_arrivals
-from envs.distributions import Distribution, make_distribution
-from envs.errors import SpecError
+from envs.distributions import Distribution, make_distribution, read_text_file
+from envs.errors import SpecError, as_number, brief, check_keys, did_you_mean
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 DELAY_MEASURES = ("sojourn", "paper")
@@ -26,6 +27,16 @@ STATION_KINDS = ("fcfs", "ps")
 OBJECTIVES = ("admission", "response_time", "deadline")
 REJECT, ACCEPT = "reject", "accept"
 EXIT = "exit"
+RESERVED_NAMES = (EXIT, REJECT, ACCEPT)  # the routing sink and the controller's own actions
+TOP_KEYS = ("name", "arrival", "classes", "stations", "entry", "routing", "d_ub", "eps", "lam", "delay",
+            "actions", "objective")
+STATION_KEYS = ("name", "servers", "service", "kind")
+CLASS_KEYS = ("name", "arrival", "d_ub")
+_TOP_ALIASES = {"deadline": "d_ub", "dub": "d_ub", "epsilon": "eps", "lambda": "lam", "arrivals": "arrival",
+                "station": "stations", "route": "routing", "routes": "routing", "action": "actions"}
+_STATION_ALIASES = {"c": "servers", "server": "servers", "dist": "service", "distribution": "service",
+                    "type": "kind", "discipline": "kind"}
+_INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 @dataclass(frozen=True)
@@ -142,14 +153,28 @@ class NetworkSpec:
         means = np.array([s.service.mean for s in self.stations])
         return self.arrival_rate * admitted_fraction * self.visit_ratios() * means / self.servers
 
-    def check_stable(self) -> None:
-        """Raise if accepting every job overloads a station (matters for accept-all runs)."""
+    def _instability(self) -> SpecError | None:
         rho = self.utilization()
         worst = int(np.argmax(rho))
         if rho[worst] >= 1.0:
-            raise SpecError(f"stations[{worst}] ({self.stations[worst].name})",
-                            f"load {rho[worst]:.3f} >= 1 when every job is accepted, so queues grow without bound",
-                            "add servers, speed up service or lower the arrival rate")
+            return SpecError(f"stations[{worst}] ({self.stations[worst].name})",
+                             f"load {rho[worst]:.3f} >= 1 when every job is accepted, so queues grow without bound",
+                             "add servers, speed up service or lower the arrival rate")
+        return None
+
+    def check_stable(self) -> None:
+        """Raise if accepting every job overloads a station (matters for accept-all runs)."""
+        err = self._instability()
+        if err is not None:
+            raise err
+
+    def stability_warning(self) -> str | None:
+        """The one-line text ``check_stable`` would raise, or None when accept-all is stable.
+
+        For callers that should warn at start rather than refuse (admission control can keep
+        an overloaded network stable by rejecting jobs)."""
+        err = self._instability()
+        return None if err is None else str(err)
 
     def with_overrides(self, **overrides: Any) -> NetworkSpec:
         """A copy with some top-level fields replaced (d_ub, eps, lam, delay, name)."""
@@ -161,6 +186,12 @@ class NetworkSpec:
         clean = {k: v for k, v in overrides.items() if v is not None or k == "lam"}
         if clean.get("lam") == "auto":
             clean["lam"] = None
+        for key in ("d_ub", "eps", "lam"):
+            if clean.get(key) is not None:
+                clean[key] = _number(clean[key], key)
+        for key in ("name", "delay"):
+            if key in clean:
+                clean[key] = str(clean[key])
         return dataclasses.replace(self, **clean)
 
     def to_dict(self) -> dict[str, Any]:
@@ -210,9 +241,12 @@ class NetworkSpec:
     # ----------------------------------------------------------------- constructors
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any], base_dir: Path | None = None) -> NetworkSpec:
+        """Read a network description (the YAML form); every problem is a SpecError naming
+        the field, including keys this reader does not know."""
         if not isinstance(cfg, Mapping):
             raise SpecError("<spec>", f"expected a mapping, got {type(cfg).__name__}",
                             "write the network as a YAML mapping with 'stations', 'arrival', 'd_ub', 'eps'")
+        check_keys(cfg, TOP_KEYS, "", what="a network description", aliases=_TOP_ALIASES)
         for key in ("stations", "d_ub", "eps"):
             if key not in cfg:
                 raise SpecError(key, "missing", f"add '{key}' to the network description")
@@ -220,73 +254,92 @@ class NetworkSpec:
             raise SpecError("arrival", "give exactly one of 'arrival' and 'classes'",
                             "describe the arrivals of a single class with 'arrival', or list 'classes'")
         raw_stations = cfg["stations"]
-        if not isinstance(raw_stations, Sequence) or isinstance(raw_stations, str) or not raw_stations:
+        if not _is_list(raw_stations) or not raw_stations:
             raise SpecError("stations", "must be a non-empty list", "list each station with name, servers, service")
         stations = []
+        seen: dict[str, int] = {}
         for i, st in enumerate(raw_stations):
             field = f"stations[{i}]"
             if not isinstance(st, Mapping):
-                raise SpecError(field, f"expected a mapping, got {st!r}", "give name, servers and service")
-            name = str(st.get("name", f"s{i + 1}"))
+                raise SpecError(field, f"expected a mapping, got {brief(st)}", "give name, servers and service")
+            check_keys(st, STATION_KEYS, field, what="a station", aliases=_STATION_ALIASES)
+            name = _station_name(st.get("name", f"s{i + 1}"), field + ".name")
+            if name in seen:
+                raise SpecError(field + ".name", f"duplicate station name {name!r} (also stations[{seen[name]}])",
+                                "give every station a unique name")
+            seen[name] = i
             servers = st.get("servers", 1)
-            if isinstance(servers, bool) or not isinstance(servers, (int, np.integer)) or servers < 1:
-                raise SpecError(field + ".servers", f"must be a positive integer, got {servers!r}",
+            if isinstance(servers, (bool, np.bool_)):
+                raise SpecError(field + ".servers", f"expected a number, got the boolean {servers!r}",
                                 "give the number of identical servers (1 or more)")
+            if not isinstance(servers, (int, np.integer)) or servers < 1:
+                raise SpecError(field + ".servers", f"must be a positive integer, got {brief(servers)}",
+                                "give the number of identical servers (1 or more)")
+            if servers > _INT64_MAX:
+                raise SpecError(field + ".servers", f"{servers} servers is too many", "give a realistic server count")
             if "service" not in st:
                 raise SpecError(field + ".service", "missing",
                                 "give a service-time distribution, e.g. {dist: gamma, mean: 3, scv: 0.8}")
+            kind = st.get("kind", "fcfs")
+            if not isinstance(kind, str):
+                raise SpecError(field + ".kind", f"expected a station kind, got {brief(kind)}",
+                                f"use one of {', '.join(STATION_KINDS)}")
             stations.append(StationSpec(name, int(servers), make_distribution(st["service"], field + ".service", base_dir),
-                                        str(st.get("kind", "fcfs"))))
+                                        kind))
         names = [s.name for s in stations]
-        if len(set(names)) != len(names):
-            raise SpecError("stations", f"duplicate station names {names}", "give every station a unique name")
         index = {name: i for i, name in enumerate(names)}
         index[EXIT] = len(names)
 
         def row(mapping: Any, field: str, allow_exit: bool) -> tuple[float, ...]:
             probs = [0.0] * (len(names) + 1)
-            if isinstance(mapping, str):
+            if isinstance(mapping, (str, int)) and not isinstance(mapping, bool):
                 mapping = {mapping: 1.0}
             if not isinstance(mapping, Mapping):
-                raise SpecError(field, f"expected a station name or a mapping name -> probability, got {mapping!r}",
+                raise SpecError(field, f"expected a station name or a mapping name -> probability, got {brief(mapping)}",
                                 "write e.g. {s2a: 0.67, s2b: 0.33}")
-            for dest, p in mapping.items():
+            for raw_dest, p in mapping.items():
+                dest = _key_name(raw_dest)
                 if dest not in index or (dest == EXIT and not allow_exit):
+                    known = names + ([EXIT] if allow_exit else [])
+                    guess = did_you_mean(dest, known)
                     raise SpecError(f"{field}.{dest}", "unknown station",
-                                    f"route only to {', '.join(names)}" + (" or 'exit'" if allow_exit else ""))
-                try:
-                    pf = float(p)
-                except (TypeError, ValueError):
-                    raise SpecError(f"{field}.{dest}", f"probability is not a number: {p!r}",
-                                    "give a number in [0, 1]") from None
+                                    (f"did you mean '{guess}'? " if guess else "")
+                                    + f"route only to {', '.join(names)}" + (" or 'exit'" if allow_exit else ""))
+                pf = as_number(p, f"{field}.{dest}", "give a number in [0, 1]")
                 if not 0.0 <= pf <= 1.0:
                     raise SpecError(f"{field}.{dest}", f"probability {pf} outside [0, 1]", "give a number in [0, 1]")
                 probs[index[dest]] += pf
             return tuple(probs)
 
         entry = row(cfg.get("entry", names[0]), "entry", allow_exit=False)[:-1]
-        raw_routing = cfg.get("routing", {}) or {}
+        raw_routing = cfg.get("routing")
+        raw_routing = {} if raw_routing is None else raw_routing  # 'routing:' left empty: every station exits
         if not isinstance(raw_routing, Mapping):
             raise SpecError("routing", "must map station names to their successors", "write e.g. {s1: s2, s2: exit}")
-        for src in raw_routing:
-            if src not in names:
-                raise SpecError(f"routing.{src}", "unknown station", f"use one of {', '.join(names)}")
-        routing = tuple(row(raw_routing.get(name, EXIT) or EXIT, f"routing.{name}", allow_exit=True)
+        routing_by_name = {}
+        for src, dests in raw_routing.items():
+            name = _key_name(src)
+            if name not in index or name == EXIT:
+                guess = did_you_mean(name, names)
+                raise SpecError(f"routing.{name}", "unknown station",
+                                (f"did you mean '{guess}'? " if guess else "") + f"use one of {', '.join(names)}")
+            routing_by_name[name] = dests
+        routing = tuple(row(_or_exit(routing_by_name.get(name)), f"routing.{name}", allow_exit=True)
                         for name in names)
         lam = cfg.get("lam")
         return cls(
-            name=str(cfg.get("name", "custom")),
+            name=_text(cfg.get("name", "custom"), "name"),
             stations=tuple(stations),
             routing=routing,
             entry=entry,
             arrival=_single_arrival(cfg["arrival"], base_dir) if "arrival" in cfg else None,
             d_ub=_number(cfg["d_ub"], "d_ub"),
             eps=_number(cfg["eps"], "eps"),
-            lam=None if lam in (None, "auto") else _number(lam, "lam"),
-            delay=str(cfg.get("delay", "sojourn")),
+            lam=None if lam is None or (isinstance(lam, str) and lam.strip().lower() == "auto") else _number(lam, "lam"),
+            delay=_text(cfg.get("delay", "sojourn"), "delay"),
             actions=_actions(cfg.get("actions", [REJECT, ACCEPT])),
-            objective=str(cfg.get("objective", "admission")),
-            classes=_classes(cfg.get("classes"), base_dir),
+            objective=_text(cfg.get("objective", "admission"), "objective"),
+            classes=_classes(cfg["classes"], base_dir) if "classes" in cfg else (),
         )
 
     @classmethod
@@ -309,49 +362,95 @@ def _single_arrival(cfg: Any, base_dir: Path | None) -> Distribution | ArrivalPr
     return proc.dist if isinstance(proc, RenewalArrivals) else proc
 
 
+def _is_list(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))
+
+
+def _key_name(key: Any) -> Any:
+    """Station names are text; a YAML key like ``1`` (an int) names station '1'."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return str(key)
+    return key
+
+
+def _or_exit(dests: Any) -> Any:
+    """An empty routing entry (``s3:`` in YAML) means the job leaves the network."""
+    return EXIT if dests is None or (isinstance(dests, (Mapping, str)) and not dests) else dests
+
+
+def _station_name(value: Any, field: str) -> str:
+    fix = "give each station a short unique name, e.g. s1"
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise SpecError(field, f"expected a name, got {brief(value)}", fix)
+    name = str(value)
+    if not name.strip():
+        raise SpecError(field, "the name is empty", fix)
+    if name in RESERVED_NAMES:
+        what = "the routing sink (jobs routed there leave the network)" if name == EXIT else "a controller action"
+        raise SpecError(field, f"{name!r} is reserved for {what}, so the station could never be reached",
+                        f"rename the station (reserved names: {', '.join(RESERVED_NAMES)})")
+    return name
+
+
+def _text(value: Any, field: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise SpecError(field, f"expected a word, got {brief(value)}", f"give {field} as plain text")
+    return str(value)
+
+
 def _classes(raw: Any, base_dir: Path | None) -> tuple[JobClass, ...]:
-    if raw is None:
-        return ()
-    if isinstance(raw, str) or not isinstance(raw, Sequence) or not raw:
+    if not _is_list(raw) or not raw:
         raise SpecError("classes", "must be a non-empty list", "list each class with name, arrival and optional d_ub")
     out = []
     for i, c in enumerate(raw):
         field = f"classes[{i}]"
-        if not isinstance(c, Mapping) or "arrival" not in c:
-            raise SpecError(field, f"expected a mapping with 'arrival', got {c!r}",
+        if not isinstance(c, Mapping):
+            raise SpecError(field, f"expected a mapping with 'arrival', got {brief(c)}",
                             "give e.g. {name: gold, arrival: {dist: exponential, rate: 0.3}, d_ub: 20}")
-        unknown = set(c) - {"name", "arrival", "d_ub"}
-        if unknown:
-            raise SpecError(f"{field}.{sorted(unknown)[0]}", "unknown key", "use name, arrival and d_ub")
+        check_keys(c, CLASS_KEYS, field, what="a job class", aliases={"deadline": "d_ub"})
+        if "arrival" not in c:
+            raise SpecError(field + ".arrival", "missing",
+                            "give e.g. {name: gold, arrival: {dist: exponential, rate: 0.3}, d_ub: 20}")
         d_ub = c.get("d_ub")
-        out.append(JobClass(str(c.get("name", f"class{i}")), make_arrivals(c["arrival"], f"{field}.arrival", base_dir),
+        out.append(JobClass(_text(c.get("name", f"class{i}"), field + ".name"),
+                            make_arrivals(c["arrival"], f"{field}.arrival", base_dir),
                             None if d_ub is None else _number(d_ub, f"{field}.d_ub")))
     return tuple(out)
 
 
 def _actions(value: Any) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, Sequence) or len(value) < 2:
-        raise SpecError("actions", f"must be a list of at least two choices, got {value!r}",
+    if not _is_list(value) or len(value) < 2:
+        raise SpecError("actions", f"must be a list of at least two choices, got {brief(value)}",
                         "list e.g. [reject, accept] or [reject, s1, s2] (station names)")
-    return tuple(str(a) for a in value)
+    out = []
+    for i, a in enumerate(value):
+        if isinstance(a, bool) or not isinstance(a, (str, int)):
+            raise SpecError(f"actions[{i}]", f"expected reject, accept or a station name, got {brief(a)}",
+                            "list e.g. [reject, accept] or [reject, s1, s2] (station names)")
+        out.append(str(a))
+    return tuple(out)
 
 
 def _number(value: Any, field: str) -> float:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise SpecError(field, f"not a number: {value!r}", "give a number") from None
-    return out
+    return as_number(value, field, "give a number")
 
 
 def _validate(spec: NetworkSpec) -> None:
     n = len(spec.stations)
     for i, st in enumerate(spec.stations):
+        if not isinstance(st.name, str):
+            raise SpecError(f"stations[{i}].name", f"expected a name, got {brief(st.name)}",
+                            "give each station a short unique name, e.g. s1")
+        _station_name(st.name, f"stations[{i}].name")
         if st.servers < 1:
             raise SpecError(f"stations[{i}].servers", f"must be >= 1, got {st.servers}", "give 1 or more servers")
         if st.kind not in STATION_KINDS:
-            raise SpecError(f"stations[{i}].kind", f"unknown station kind {st.kind!r}",
-                            f"use one of {', '.join(STATION_KINDS)}")
+            guess = did_you_mean(st.kind, STATION_KINDS)
+            raise SpecError(f"stations[{i}].kind", f"unknown station kind {brief(st.kind)}",
+                            (f"did you mean '{guess}'? " if guess else "") + f"use one of {', '.join(STATION_KINDS)}")
+    if not spec.classes and not isinstance(spec.arrival, (Distribution, ArrivalProcess)):
+        raise SpecError("arrival", f"expected an arrival process, got {brief(spec.arrival)}",
+                        "give 'arrival' (e.g. {dist: exponential, rate: 0.5}) or list 'classes'")
     for i, c in enumerate(spec.classes):
         if c.d_ub is not None and not (math.isfinite(c.d_ub) and c.d_ub > 0):
             raise SpecError(f"classes[{i}].d_ub", f"must be a positive deadline, got {c.d_ub}",
@@ -363,8 +462,13 @@ def _validate(spec: NetworkSpec) -> None:
     if spec.lam is not None and not (math.isfinite(spec.lam) and spec.lam >= 0):
         raise SpecError("lam", f"must be >= 0, got {spec.lam}", "give a non-negative multiplier or 'auto'")
     if spec.objective not in OBJECTIVES:
-        raise SpecError("objective", f"unknown objective {spec.objective!r}", f"use one of {', '.join(OBJECTIVES)}")
+        guess = did_you_mean(spec.objective, OBJECTIVES)
+        raise SpecError("objective", f"unknown objective {brief(spec.objective)}",
+                        (f"did you mean '{guess}'? " if guess else "") + f"use one of {', '.join(OBJECTIVES)}")
     names = set(spec.station_names)
+    if len(names) != n:
+        raise SpecError("stations", f"duplicate station names {list(spec.station_names)}",
+                        "give every station a unique name")
     for i, a in enumerate(spec.actions):
         if a not in (REJECT, ACCEPT) and a not in names:
             raise SpecError(f"actions[{i}]", f"unknown action {a!r}",
@@ -381,7 +485,7 @@ def _validate(spec: NetworkSpec) -> None:
         raise SpecError("delay", "the paper's measure (waits plus last service) needs FCFS stations",
                         "use delay: sojourn with processor-sharing stations")
     if spec.delay not in DELAY_MEASURES:
-        raise SpecError("delay", f"unknown delay measure {spec.delay!r}",
+        raise SpecError("delay", f"unknown delay measure {brief(spec.delay)}",
                         "use 'sojourn' (departure minus arrival) or 'paper' (waits plus last service)")
     if len(spec.entry) != n or abs(sum(spec.entry) - 1.0) > 1e-9:
         raise SpecError("entry", f"probabilities sum to {sum(spec.entry):.6g}", "make them sum to 1")
@@ -418,21 +522,31 @@ def load_spec(scenario: str | Path | NetworkSpec, **overrides: Any) -> NetworkSp
     if isinstance(scenario, NetworkSpec):
         spec = scenario
     else:
+        if not isinstance(scenario, (str, os.PathLike)):
+            raise SpecError("scenario", f"expected a scenario name or a YAML path, got {brief(scenario)}",
+                            f"use one of {', '.join(available_scenarios())} or the path of a YAML file")
         path = Path(scenario)
         if path.suffix not in (".yaml", ".yml"):
             if str(scenario) not in available_scenarios():
                 raise SpecError("scenario", f"unknown scenario {str(scenario)!r}",
                                 f"use one of {', '.join(available_scenarios())} or the path of a YAML file")
             path = SCENARIO_DIR / f"{scenario}.yaml"
+        text = read_text_file(path, "scenario", "give a registered scenario name or an existing UTF-8 YAML file")
         try:
-            cfg = yaml.safe_load(path.read_text())
-        except OSError as exc:
-            raise SpecError("scenario", f"cannot read {str(path)!r} ({exc.strerror})",
-                            "give a registered scenario name or an existing YAML file") from None
+            cfg = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise SpecError("scenario", f"{str(path)!r} is not valid YAML ({exc})", "fix the YAML syntax") from None
-        cfg = dict(cfg) if isinstance(cfg, Mapping) else cfg
-        if isinstance(cfg, dict):
-            cfg.setdefault("name", path.stem)
+        except RecursionError:
+            raise SpecError("scenario", f"{str(path)!r} nests too deeply to read", "flatten the YAML") from None
+        except (ValueError, TypeError, OverflowError) as exc:  # e.g. a date like 2001-13-01 or `!!int abc`
+            raise SpecError("scenario", f"{str(path)!r} is not valid YAML ({exc})", "fix the value") from None
+        if cfg is None:
+            raise SpecError("scenario", f"{str(path)!r} is empty",
+                            "describe the network: a mapping with 'stations', 'arrival', 'd_ub' and 'eps'")
+        if not isinstance(cfg, Mapping):
+            raise SpecError("scenario", f"the top level of {str(path)!r} is a {type(cfg).__name__}, not a mapping",
+                            "describe the network as a mapping with 'stations', 'arrival', 'd_ub' and 'eps'")
+        cfg = dict(cfg)
+        cfg.setdefault("name", path.stem)
         spec = NetworkSpec.from_dict(cfg, base_dir=path.parent)
     return spec.with_overrides(**overrides) if overrides else spec
