@@ -12,6 +12,7 @@ NumPy arrays are stored as tensors and turned back on load.
 
 from __future__ import annotations
 
+import errno
 import os
 import pickle
 import platform
@@ -85,22 +86,57 @@ def save_atomic(obj: dict, path: str | Path) -> Path:
     return path
 
 
+def _load_failure(exc: BaseException) -> str:
+    """Why torch.load refused a file, in words for a drl_ac user. torch's own text advises
+    retrying with ``weights_only=False`` (which would let the file run code): never pass that on."""
+    text = str(exc)
+    if "Unsupported global" in text:
+        name = text.split("GLOBAL ", 1)[1].split(" ", 1)[0] if "GLOBAL " in text else "an object"
+        return (f"it holds Python objects ({name}) besides tensors and plain containers, which drl_ac never "
+                "unpickles because that could run code")
+    if "central directory" in text or isinstance(exc, EOFError) or "unexpected EOF" in text.lower():
+        return "the file ends early or is damaged (a copy, download or save that did not finish)"
+    if "Weights only load failed" in text or isinstance(exc, (pickle.UnpicklingError, zipfile.BadZipFile)):
+        return "not a PyTorch file"
+    if isinstance(exc, KeyError):  # torch's legacy (non-zip) reader on arbitrary bytes
+        return "not a PyTorch file"
+    if isinstance(exc, OSError):
+        if exc.errno == errno.EINVAL:  # the zip reader seeking past the end of a cut-off file
+            return "the file ends early or is damaged (a copy, download or save that did not finish)"
+        return f"cannot read it ({exc.strerror or type(exc).__name__})"
+    first = text.splitlines()[0] if text else ""
+    if "weights_only" in first or "trust" in first:
+        first = ""
+    return f"{type(exc).__name__}{': ' + first[:160] if first else ''}"
+
+
 def load_file(path: str | Path, expected: tuple[str, ...] = (POLICY_FORMAT, CHECKPOINT_FORMAT)) -> dict:
     path = Path(path)
+    wants = "checkpoint.pt" if expected == (CHECKPOINT_FORMAT,) else "policy.pt or checkpoint.pt"
+    if path.is_dir():
+        inside = [n for n in ("checkpoint.pt", "policy.pt") if (path / n).is_file()]
+        hint = f" ({path / inside[0]} is there)" if inside else ""
+        raise CheckpointError(f"{path}: a folder, not a file{hint}. Fix: give the path of the {wants} file "
+                              "written by experiments/train.py.")
     if not path.is_file():
-        raise CheckpointError(f"{path}: no such file. Fix: give the path of a policy.pt or checkpoint.pt "
+        raise CheckpointError(f"{path}: no such file. Fix: give the path of a {wants} "
                               "written by experiments/train.py.")
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, zipfile.BadZipFile, EOFError, RuntimeError, ValueError, KeyError,
             AttributeError, OSError) as exc:
         raise CheckpointError(f"{path}: not a readable drl_ac checkpoint (corrupt, truncated or not written by "
-                              f"drl_ac: {type(exc).__name__}: {str(exc)[:200]}). Fix: use another checkpoint, "
-                              "or retrain.") from None
+                              f"drl_ac: {_load_failure(exc)}). Fix: give a {wants} written by "
+                              "experiments/train.py (it saves atomically, so the last one a run saved is "
+                              "whole), or retrain.") from None
     if not isinstance(obj, dict) or obj.get("format") not in expected:
         found = obj.get("format") if isinstance(obj, dict) else type(obj).__name__
-        raise CheckpointError(f"{path}: format {found!r}, expected one of {expected}. "
-                              "Fix: give a file written by drl_ac's train.py.")
+        if found == POLICY_FORMAT and expected == (CHECKPOINT_FORMAT,):
+            raise CheckpointError(f"{path}: format {found!r}, an exported policy (weights only), which cannot "
+                                  "continue training. Fix: resume from the run's checkpoint.pt (train.py writes "
+                                  "it next to policy.pt).")
+        raise CheckpointError(f"{path}: format {found!r}, expected one of {expected}, so this is not a "
+                              f"drl_ac {wants}. Fix: give a file written by drl_ac's experiments/train.py.")
     readable = READABLE_POLICY_VERSIONS if obj["format"] == POLICY_FORMAT else (FORMAT_VERSION,)
     if obj.get("version") not in readable:
         raise CheckpointError(f"{path}: format version {obj.get('version')}, this drl_ac reads {FORMAT_VERSION}. "

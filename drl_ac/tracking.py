@@ -76,7 +76,17 @@ class RunningStats:
 
 
 class WandbLogger:
-    """Logs dictionaries to W&B; a no-op when disabled."""
+    """Logs dictionaries to W&B; a no-op when disabled.
+
+    Names are namespaced so training progress and the final evaluation never share a key in
+    the run summary (which W&B fills with the last logged value of each key): ``log`` writes
+    ``train/<name>`` (e.g. train/violation, train/loss, train/sps), ``finish`` writes the
+    final evaluation as ``eval/<name>``. Keys that already hold a ``/`` are kept as given.
+    """
+
+    TRAIN = "train/"
+    EVAL = "eval/"
+    RENAME = {"steps_per_s": "sps"}  # short names for the dashboard
 
     def __init__(self, enabled: bool, config: dict[str, Any], project: str = "drl_ac",
                  group: str | None = None, name: str | None = None, directory: str | Path | None = None):
@@ -91,15 +101,29 @@ class WandbLogger:
         self.run = wandb.init(project=project, group=group, name=name, config=config, mode=mode,
                               dir=str(directory) if directory else None, reinit="finish_previous")
 
+    @classmethod
+    def namespaced(cls, values: dict[str, Any], prefix: str) -> dict[str, float]:
+        """Finite numbers of ``values`` under ``prefix`` (bools and non-numbers dropped)."""
+        out = {}
+        for k, v in values.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                continue
+            if not np.isfinite(v):
+                continue
+            key = k if "/" in k else prefix + cls.RENAME.get(k, k)
+            out[key] = v.item() if isinstance(v, (np.integer, np.floating)) else v
+        return out
+
     def log(self, values: dict[str, float], step: int) -> None:
+        """Training progress, as ``train/<name>``."""
         if self.run is not None:
-            self.run.log({k: v for k, v in values.items() if isinstance(v, (int, float)) and np.isfinite(v)},
-                         step=step)
+            self.run.log(self.namespaced(values, self.TRAIN), step=step)
 
     def finish(self, summary: dict[str, Any] | None = None) -> None:
+        """The final evaluation into the run summary, as ``eval/<name>``; closes the run."""
         if self.run is not None:
             if summary:
-                self.run.summary.update({k: v for k, v in summary.items() if isinstance(v, (int, float))})
+                self.run.summary.update(self.namespaced(summary, self.EVAL))
             self.run.finish()
 
 

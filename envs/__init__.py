@@ -36,6 +36,15 @@ def make_vector(scenario: str | Path | NetworkSpec, num_envs: int, seed: int | N
     return env
 
 
+# Gymnasium ids. They exist once this package is imported: Gymnasium 1.x has no plugin entry
+# points (the "gymnasium.envs" entry-point group that 0.2x scanned at import was removed in
+# 1.0; gymnasium/envs/registration.py has no plugin loader), so a pyproject entry point
+# cannot register them. Without importing envs first, name the module in the id, which
+# gymnasium.make imports itself:
+#     gymnasium.make("envs:drl_ac/PaperTandem-v0")
+# or import it:  import envs; gymnasium.make("drl_ac/PaperTandem-v0")
+# (plain gymnasium.make("drl_ac/PaperTandem-v0") without the import fails with
+# "Namespace drl_ac not found").
 _REGISTERED = {"PaperTandem": "paper_tandem", "PaperAcyclic": "paper_acyclic",
                "Tandem": "tandem", "Acyclic": "acyclic"}
 for _name, _scenario in _REGISTERED.items():

@@ -5,14 +5,15 @@ job-table columns it draws at arrival, so a probe replays the same route. The pr
 
 * ``columns``: per-job draws (``envs.jobs.Column``);
 * ``draw(rng, jobs, slot)``: fill them for the job arriving now in every instance;
-* ``entry(jobs, inst, slot, action)``: first station of admitted jobs under ``action``;
+* ``placements(jobs, inst, slot, action)``: (R, m) stations that receive a copy of each
+  admitted job under ``action`` (-1: none), m = 1 for routing;
 * ``after(jobs, at)``: next station of jobs leaving a station (N = exit); ``at`` is the
   flat index of (instance, job slot, station) in the job table's per-station columns.
 
-Copy-to-d with cancellation fits as ``entry`` returning d stations per job (the engine
-places each copy) and ``after`` cancelling siblings through the kinds' ``clear``-style
-hooks; timers (reroute / replicate after tau) are extra event slots of a kind that
-report the job to ``after`` as if it left. Neither changes the event loop.
+Copy-to-d with cancellation (``CopyToD``) places d copies and, through
+``cancel_siblings``, has the kinds ``cancel`` the other copies when one finishes; timers
+(reroute / replicate after tau) are extra event columns of a kind that report the job to
+``after`` as if it left. Neither changes the event loop.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ class ProbabilisticRouting:
     """The spec's entry probabilities and routing matrix (feed-forward), one draw per station
     at arrival. An action may name the entry station (``spec.actions``); "accept" keeps the
     drawn one."""
+
+    draws_service = False  # the stations' own service laws give each job's work
+    cancels = False
 
     def __init__(self, spec: NetworkSpec):
         self.N = spec.num_stations
@@ -54,6 +58,10 @@ class ProbabilisticRouting:
         chosen = self.action_entry[action]
         return np.where(chosen >= 0, chosen, drawn)
 
+    def placements(self, jobs: StepRing, inst: np.ndarray, slot: int, action: np.ndarray | None) -> np.ndarray:
+        """(R, 1) station each admitted job enters (one copy)."""
+        return self.entry(jobs, inst, slot, action)[:, None]
+
     def after(self, jobs: StepRing, at: np.ndarray) -> np.ndarray:
         return jobs.route.reshape(-1)[at]
 
@@ -73,3 +81,60 @@ class ProbabilisticRouting:
             active &= nxt < self.N
             n = np.where(active, nxt, n)
         return total, last
+
+
+class CopyToD:
+    """Redundancy-d over N single-server stations: a job is copied to d distinct servers
+    chosen uniformly at random (d = the action's choice), every copy leaves the system when
+    done, and the first to finish cancels the others (``cancel_siblings``), freeing their
+    servers at once.
+
+    Draws per job at arrival: a random order of the servers (the first d get copies) and
+    the copy sizes by the joint law (identical, iid, or scaled X_i = S * Y_i), written into
+    the job table's per-station ``service`` column so that every kind serves them as work.
+    """
+
+    draws_service = True
+    cancels = True
+
+    def __init__(self, spec: NetworkSpec):
+        self.red = spec.redundancy
+        self.N = spec.num_stations
+        self.choices = np.asarray(self.red.choices, np.int64)  # d of each action
+        self.columns = (Column("order", (self.N,), np.int64),)
+
+    def draw(self, rng: np.random.Generator, jobs: StepRing, slot: int) -> None:
+        B, N, red = jobs.rows, self.N, self.red
+        jobs.order[:, slot] = rng.random((B, N)).argsort(1)
+        if red.copies == "identical":
+            jobs.service[:, slot] = red.size.sample(rng, B)[:, None]
+        elif red.copies == "iid":
+            jobs.service[:, slot] = red.size.sample(rng, (B, N))
+        else:
+            jobs.service[:, slot] = red.scale.sample(rng, B)[:, None] * red.factor.sample(rng, (B, N))
+
+    def copies(self, jobs: StepRing, inst: np.ndarray, slot: int, action: np.ndarray) -> np.ndarray:
+        """(R, max d) servers holding a copy, -1 past each job's d."""
+        d = self.choices[action]
+        order = jobs.order[inst, slot][:, : int(self.choices.max())]
+        return np.where(np.arange(order.shape[1]) < d[:, None], order, -1)
+
+    def placements(self, jobs: StepRing, inst: np.ndarray, slot: int, action: np.ndarray | None) -> np.ndarray:
+        if action is None:
+            raise ValueError("redundancy: a job needs its replication degree (an action) to be placed")
+        return self.copies(jobs, inst, slot, action)
+
+    def after(self, jobs: StepRing, at: np.ndarray) -> np.ndarray:
+        return np.full(at.shape, self.N)  # a finished copy is the job's departure
+
+    def cancel_siblings(self, eng, st, inst, rows, jid, n, when) -> None:
+        """Remove the other copies of the jobs that just finished at stations ``n``."""
+        jobs = eng.jobs
+        fk = inst[rows] * jobs.capacity + jid % jobs.capacity
+        order = jobs.order.reshape(-1, self.N)[fk]
+        d = self.choices[jobs.action.reshape(-1)[fk]]
+        for j in range(int(self.choices.max())):
+            s = order[:, j]
+            m = np.flatnonzero((j < d) & (s != n))
+            if m.size:
+                eng.cancel(st, inst, rows[m], jid[m], s[m], when[m])

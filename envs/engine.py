@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from envs.arrivals import ClassArrivals
-from envs.dispatch import ProbabilisticRouting
+from envs.dispatch import CopyToD, ProbabilisticRouting
 from envs.jobs import Column, StepRing, remap
 from envs.kinds import KINDS
 from envs.kinds.base import State
@@ -71,7 +71,10 @@ class Engine:
         self.E = offset
         self.slot_kind = np.concatenate([np.full(k.slots, i) for i, k in enumerate(self.kinds)])
         self.single_kind = self.kinds[0] if len(self.kinds) == 1 else None
-        self.routing = ProbabilisticRouting(spec)
+        self.routing = CopyToD(spec) if spec.redundancy is not None else ProbabilisticRouting(spec)
+        # per-job clocks that a probe must copy: waits, and with cancellation what the copies used
+        self.job_arrays = ("since", "wait_sum") + (("cancelled_work", "cancelled_started") if self.routing.cancels
+                                                   else ())
         self.d_ub = spec.class_deadlines()  # per job class
         self.columns = (Column("arrival_time"), Column("job_class", (), np.int64), Column("action", (), np.int64),
                         Column("service", (self.N,)), Column("wait", (self.N,), np.float64, np.nan),
@@ -97,7 +100,8 @@ class Engine:
             self.rng = np.random.default_rng(seed)
         B, K = self.B, self._initial_capacity
         self.jobs = StepRing(B, self.columns, K, on_grow=self._on_grow)
-        arrays = {"next_event": np.full((B, self.E), np.inf), "since": np.zeros((B, K)), "wait_sum": np.zeros((B, K))}
+        arrays = {"next_event": np.full((B, self.E), np.inf)}
+        arrays.update({name: np.zeros((B, K)) for name in self.job_arrays})
         for kind in self.kinds:
             arrays.update(kind.init_state(B))
         self.state = State(arrays, RecordWaits(self))
@@ -213,9 +217,29 @@ class Engine:
     def insert(self, st: State, inst: np.ndarray, rows: np.ndarray, action: np.ndarray | None) -> None:
         """Admit the job arriving now in ``rows`` of ``st`` (``action`` None: the drawn entry)."""
         slot = self.t % self.capacity
-        st.wait_sum[rows, slot] = 0.0
-        entry = self.routing.entry(self.jobs, inst[rows], slot, action)
-        self.arrive(st, inst, rows, np.full(rows.size, self.t), entry, self.now[inst[rows]])
+        for name in self.job_arrays[1:]:
+            getattr(st, name)[rows, slot] = 0.0
+        places = self.routing.placements(self.jobs, inst[rows], slot, action)
+        jid, when = np.full(rows.size, self.t), self.now[inst[rows]]
+        if places.shape[1] == 1:
+            self.arrive(st, inst, rows, jid, places[:, 0], when)
+            return
+        for j in range(places.shape[1]):
+            m = np.flatnonzero(places[:, j] >= 0)
+            if m.size:
+                self.arrive(st, inst, rows[m], jid[m], places[m, j], when[m])
+
+    def cancel(self, st: State, inst, rows, jid, n, when) -> None:
+        """Remove the copies of jobs ``jid`` at stations ``n``; their work so far is counted."""
+        kind_of = self.station_kind[n]
+        K = self.jobs.capacity
+        for i, kind in enumerate(self.kinds):
+            m = np.flatnonzero(kind_of == i)
+            if m.size:
+                work, started = kind.cancel(self, st, inst, rows[m], jid[m], n[m], when[m])
+                fk = rows[m] * K + jid[m] % K
+                st.cancelled_work.reshape(-1)[fk] += work
+                st.cancelled_started.reshape(-1)[fk] += started
 
     def arrive(self, st: State, inst, rows, jid, n, when) -> None:
         if self.single_kind is not None:
@@ -270,6 +294,8 @@ class Engine:
         if moving.any():
             self.arrive(st, inst, r[moving], jid[moving], nxt[moving], w[moving])
         leaving = np.flatnonzero(~moving)
+        if self.routing.cancels:
+            self.routing.cancel_siblings(self, st, inst, r[leaving], jid[leaving], n[leaving], w[leaving])
         stop = on_exit(r[leaving], jid[leaving], n[leaving], w[leaving])
         if stop is None:
             return None
@@ -285,8 +311,9 @@ class Engine:
         jobs.arrival_time[:, slot] = self.now
         jobs.job_class[:, slot] = self.arriving
         jobs.wait[:, slot] = np.nan
-        for n, st in enumerate(self.spec.stations):
-            jobs.service[:, slot, n] = st.service.sample(rng, B)
+        if not self.routing.draws_service:
+            for n, st in enumerate(self.spec.stations):
+                jobs.service[:, slot, n] = st.service.sample(rng, B)
         self.routing.draw(rng, jobs, slot)
 
     def _on_grow(self, pos: np.ndarray, new: int) -> None:
@@ -297,7 +324,7 @@ class Engine:
                 f"instance {worst} holds {int(live[worst].sum())} jobs and the job table may not grow past "
                 f"max_jobs={self.max_jobs}. Fix: the network is probably unstable under this policy (reject "
                 "more, or check the spec's loads with spec.utilization()); or raise max_jobs.")
-        for name in State.job_arrays:
+        for name in self.job_arrays:
             setattr(self.state, name, remap(getattr(self.state, name), pos, new, 0.0))
 
     def job_delay(self, wait_sum: np.ndarray, sojourn: np.ndarray, last_service: np.ndarray) -> np.ndarray:
@@ -325,8 +352,14 @@ class Engine:
         wait = jobs.wait.reshape(-1, N)[fk]
         cls = jobs.job_class.reshape(-1)[fk]
         jobs.live.reshape(-1)[fk] = False
+        served = np.where(np.isnan(wait), np.nan, service)
+        if self.routing.cancels:  # the copy that finished, and what the cancelled ones used
+            work = service[np.arange(rows.size), n] + self.state.cancelled_work.reshape(-1)[fk]
+            copies = 1 + self.state.cancelled_started.reshape(-1)[fk].astype(np.int64)
+        else:
+            work, copies = np.nansum(served, 1), np.ones(rows.size, np.int64)
         return Outcomes(rows, jid, jobs.action.reshape(-1)[fk], np.ones(rows.size, bool), delay < self.d_ub[cls],
-                        delay, sojourn, arrived, when, cls, wait, np.where(np.isnan(wait), np.nan, service))
+                        delay, sojourn, arrived, when, cls, work, copies, wait, served)
 
 
 QueueNetworkSim = Engine  # the name the first release used; kept for users' scripts

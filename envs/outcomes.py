@@ -32,6 +32,8 @@ class Outcomes:
     arrival_time: np.ndarray
     departure_time: np.ndarray
     job_class: np.ndarray
+    work: np.ndarray  # server time used by the job, cancelled copies included
+    copies: np.ndarray  # copies that began service (1 for a network job, 0 if rejected)
     wait: np.ndarray
     service: np.ndarray
 
@@ -48,7 +50,7 @@ class Outcomes:
     @staticmethod
     def empty(num_stations: int) -> Outcomes:
         i, f = np.empty(0, np.int64), np.empty(0)
-        return Outcomes(i, i, i, np.empty(0, bool), np.empty(0, bool), f, f, f, f, i,
+        return Outcomes(i, i, i, np.empty(0, bool), np.empty(0, bool), f, f, f, f, i, f, i,
                         np.empty((0, num_stations)), np.empty((0, num_stations)))
 
     @staticmethod

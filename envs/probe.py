@@ -97,4 +97,5 @@ class Probe:
         delay = np.where(np.isfinite(done), eng.job_delay(follow.wait_sum, sojourn, last), np.inf)
         nan = np.full((R, eng.N), np.nan)
         return Outcomes(rows.copy(), np.full(R, t, np.int64), np.zeros(R, np.int64), np.zeros(R, bool),
-                        delay < d_ub, delay, sojourn, start.copy(), done, cls, nan, nan.copy())
+                        delay < d_ub, delay, sojourn, start.copy(), done, cls, np.zeros(R), np.zeros(R, np.int64),
+                        nan, nan.copy())

@@ -29,7 +29,9 @@ REJECT, ACCEPT = "reject", "accept"
 EXIT = "exit"
 RESERVED_NAMES = (EXIT, REJECT, ACCEPT)  # the routing sink and the controller's own actions
 TOP_KEYS = ("name", "arrival", "classes", "stations", "entry", "routing", "d_ub", "eps", "lam", "delay",
-            "actions", "objective")
+            "actions", "objective", "redundancy")
+REDUNDANCY_KEYS = ("servers", "kind", "copies", "size", "scale", "factor", "d")
+COPY_LAWS = ("identical", "iid", "scaled")
 STATION_KEYS = ("name", "servers", "service", "kind")
 CLASS_KEYS = ("name", "arrival", "d_ub")
 _TOP_ALIASES = {"deadline": "d_ub", "dub": "d_ub", "epsilon": "eps", "lambda": "lam", "arrivals": "arrival",
@@ -48,6 +50,34 @@ class StationSpec:
     servers: int
     service: Distribution
     kind: str = "fcfs"
+
+
+@dataclass(frozen=True)
+class Redundancy:
+    """Redundancy-d: ``servers`` identical servers of ``kind`` (1 server's rate each); a job
+    is copied to d distinct servers chosen uniformly at random, d from ``choices`` (the
+    controller's actions), and the first copy to finish cancels the others.
+
+    Copy sizes (X_1..X_N) follow the joint law ``copies``: ``identical`` (one draw of
+    ``size``), ``iid`` (independent draws of ``size``) or ``scaled`` (X_i = S * Y_i, S from
+    ``scale``, Y_i i.i.d. from ``factor``).
+    """
+
+    servers: int
+    kind: str
+    copies: str
+    choices: tuple[int, ...]
+    size: Distribution | None = None
+    scale: Distribution | None = None
+    factor: Distribution | None = None
+
+    def to_dict(self, dist) -> dict[str, Any]:
+        out: dict[str, Any] = {"servers": self.servers, "kind": self.kind, "copies": self.copies,
+                               "d": list(self.choices)}
+        for key in ("size", "scale", "factor"):
+            if getattr(self, key) is not None:
+                out[key] = dist(getattr(self, key))
+        return out
 
 
 @dataclass(frozen=True)
@@ -87,6 +117,7 @@ class NetworkSpec:
     actions: tuple[str, ...] = (REJECT, ACCEPT)
     objective: str = "admission"
     classes: tuple[JobClass, ...] = ()
+    redundancy: Redundancy | None = None
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -217,7 +248,7 @@ class NetworkSpec:
                     "profile": {"period": prof.period, "sinusoid": {"amplitude": prof.amplitude,
                                                                     "phase": prof.phase_shift}}}
 
-        out = {
+        out: dict[str, Any] = {
             "name": self.name,
             "stations": [{"name": s.name, "servers": s.servers, "service": dist(s.service), "kind": s.kind}
                          for s in self.stations],
@@ -231,6 +262,10 @@ class NetworkSpec:
             "actions": list(self.actions),
             "objective": self.objective,
         }
+        if self.redundancy is not None:
+            for key in ("stations", "entry", "routing", "actions"):
+                del out[key]
+            out["redundancy"] = self.redundancy.to_dict(dist)
         if self.classes:
             out["classes"] = [{"name": c.name, "arrival": process(c.arrival)} | ({"d_ub": c.d_ub} if c.d_ub else {})
                               for c in self.classes]
@@ -247,6 +282,8 @@ class NetworkSpec:
             raise SpecError("<spec>", f"expected a mapping, got {type(cfg).__name__}",
                             "write the network as a YAML mapping with 'stations', 'arrival', 'd_ub', 'eps'")
         check_keys(cfg, TOP_KEYS, "", what="a network description", aliases=_TOP_ALIASES)
+        if "redundancy" in cfg:
+            cfg = _expand_redundancy(cfg, base_dir)
         for key in ("stations", "d_ub", "eps"):
             if key not in cfg:
                 raise SpecError(key, "missing", f"add '{key}' to the network description")
@@ -337,9 +374,10 @@ class NetworkSpec:
             eps=_number(cfg["eps"], "eps"),
             lam=None if lam is None or (isinstance(lam, str) and lam.strip().lower() == "auto") else _number(lam, "lam"),
             delay=_text(cfg.get("delay", "sojourn"), "delay"),
-            actions=_actions(cfg.get("actions", [REJECT, ACCEPT])),
+            actions=(tuple(cfg["actions"]) if "redundancy" in cfg else _actions(cfg.get("actions", [REJECT, ACCEPT]))),
             objective=_text(cfg.get("objective", "admission"), "objective"),
             classes=_classes(cfg["classes"], base_dir) if "classes" in cfg else (),
+            redundancy=cfg.get("redundancy"),
         )
 
     @classmethod
@@ -418,6 +456,52 @@ def _classes(raw: Any, base_dir: Path | None) -> tuple[JobClass, ...]:
     return tuple(out)
 
 
+def _expand_redundancy(cfg: Mapping[str, Any], base_dir: Path | None) -> dict[str, Any]:
+    """A ``redundancy`` block stands for N single-server stations that every job may be
+    copied to; it becomes those stations (``server1..N``), each leading to the exit."""
+    raw = cfg["redundancy"]
+    for key in ("stations", "entry", "routing", "actions"):
+        if key in cfg:
+            raise SpecError(key, "cannot be given with 'redundancy'",
+                            "describe the servers in the redundancy block (servers, kind, size, copies, d)")
+    if not isinstance(raw, Mapping):
+        raise SpecError("redundancy", f"expected a mapping, got {brief(raw)}",
+                        "give e.g. {servers: 10, kind: ps, copies: iid, size: {dist: exponential, mean: 1}, d: [1, 2]}")
+    check_keys(raw, REDUNDANCY_KEYS, "redundancy", what="a redundancy block")
+    servers = raw.get("servers")
+    if isinstance(servers, bool) or not isinstance(servers, (int, np.integer)) or not 1 <= servers <= 10_000:
+        raise SpecError("redundancy.servers", f"must be a positive integer, got {brief(servers)}",
+                        "give the number of servers N")
+    kind = raw.get("kind", "ps")
+    if kind not in STATION_KINDS:
+        raise SpecError("redundancy.kind", f"unknown kind {brief(kind)}", f"use one of {', '.join(STATION_KINDS)}")
+    copies = raw.get("copies", "iid")
+    if copies not in COPY_LAWS:
+        raise SpecError("redundancy.copies", f"unknown joint law {brief(copies)}", f"use one of {', '.join(COPY_LAWS)}")
+    need = ("scale", "factor") if copies == "scaled" else ("size",)
+    for key in ("size", "scale", "factor"):
+        if (key in raw) != (key in need):
+            raise SpecError(f"redundancy.{key}", "missing" if key in need else f"not used by copies: {copies}",
+                            f"copies: {copies} takes {' and '.join(need)}")
+    dists = {k: make_distribution(raw[k], f"redundancy.{k}", base_dir) for k in need}
+    d = raw.get("d", [1])
+    d = [d] if isinstance(d, (int, np.integer)) and not isinstance(d, bool) else d
+    if not _is_list(d) or not d or any(isinstance(x, bool) or not isinstance(x, (int, np.integer))
+                                       or not 1 <= x <= servers for x in d) or len(set(d)) != len(d):
+        raise SpecError("redundancy.d", f"must be distinct integers in 1..{servers}, got {brief(d)}",
+                        "give the replication degrees the controller may choose, e.g. [1, 2, 3]")
+    spec_d = Redundancy(int(servers), kind, copies, tuple(int(x) for x in d), **dists)
+    work = dists.get("size") or dists["factor"]  # per-station entry, replaced by the copy law's draws
+    out = dict(cfg)
+    del out["redundancy"]
+    out["stations"] = [{"name": f"server{i + 1}", "servers": 1, "service": work, "kind": kind}
+                       for i in range(servers)]
+    out["actions"] = [f"d{x}" for x in spec_d.choices]
+    out.setdefault("objective", "response_time")
+    out["redundancy"] = spec_d
+    return out
+
+
 def _actions(value: Any) -> tuple[str, ...]:
     if not _is_list(value) or len(value) < 2:
         raise SpecError("actions", f"must be a list of at least two choices, got {brief(value)}",
@@ -469,7 +553,7 @@ def _validate(spec: NetworkSpec) -> None:
     if len(names) != n:
         raise SpecError("stations", f"duplicate station names {list(spec.station_names)}",
                         "give every station a unique name")
-    for i, a in enumerate(spec.actions):
+    for i, a in enumerate(() if spec.redundancy is not None else spec.actions):
         if a not in (REJECT, ACCEPT) and a not in names:
             raise SpecError(f"actions[{i}]", f"unknown action {a!r}",
                             f"use reject, accept or a station name ({', '.join(spec.station_names)})")

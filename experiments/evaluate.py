@@ -6,17 +6,23 @@
 
 With --baselines the threshold rules are tuned for the scenario (highest acceptance with
 violation <= eps on common random numbers), the paper's tabular R-learning is trained in
-the same environment, and all are evaluated on the same fresh seeds.
+the same environment, and all are evaluated on the same fresh seeds. Tuning takes a while:
+one line per candidate rule and per stage goes to stderr (--quiet: none), the table or
+JSON to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from drl_ac.checkpoint import CheckpointError, load_policy
+from drl_ac.evaluation import baselines
 from drl_ac.evaluation.baselines import tuned_rules
 from drl_ac.evaluation.metrics import evaluate, format_metrics
 from drl_ac.evaluation.tabular import train_tabular
@@ -24,13 +30,23 @@ from envs import NetworkSpec, SpecError, available_scenarios, load_spec
 from envs.rollout import accept_all
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The description as written, and every option's default (unless its help says it)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default is None or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--checkpoint", type=Path, required=True, help="policy.pt or checkpoint.pt")
     p.add_argument("--scenario", default=None, help="scenario name or YAML (default: the one it was trained on)")
-    p.add_argument("--arrivals", type=int, default=200_000)
-    p.add_argument("--seed", type=int, default=20_000)
-    p.add_argument("--num-envs", type=int, default=500)
+    p.add_argument("--arrivals", type=int, default=200_000, help="arrivals evaluated after the warm-up")
+    p.add_argument("--seed", type=int, default=20_000, help="seed of the evaluation (fresh: not a training seed)")
+    p.add_argument("--num-envs", type=int, default=500, help="instances simulated in parallel")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--baselines", action="store_true", help="compare with tuned rules, tabular R-learning, accept-all")
     p.add_argument("--tune-arrivals", type=int, default=60_000, help="arrivals per candidate when tuning rules")
@@ -38,6 +54,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="multiplier of the tabular baseline (default: the scenario's, else the learned one's)")
     p.add_argument("--tabular-decisions", type=int, default=None,
                    help="training decisions of the tabular baseline (default: the paper's 500k, 1.5M for 4+ stations)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr while --baselines tunes")
     args = p.parse_args(argv)
     try:
         policy = load_policy(args.checkpoint)
@@ -58,16 +75,59 @@ def main(argv: list[str] | None = None) -> None:
 
 def compare_with_baselines(policy, learned: dict, spec, args) -> list[dict]:
     """Rows of (name, rule, metrics): learned, tuned rules, tabular R-learning, accept-all."""
+    say = progress_printer(getattr(args, "quiet", False))
     rows = [{"policy": "learned", "rule": "Q-network", **learned}]
     run = {"arrivals": args.arrivals, "seed": args.seed, "num_envs": args.num_envs}
-    for name, tuned in tuned_rules(spec, arrivals=args.tune_arrivals).items():
+    say(f"tuning threshold rules for {spec.name} (violation <= eps {spec.eps:g}, {args.tune_arrivals} arrivals "
+        "per candidate):")
+    with report_candidates(say):
+        tuned_all = tuned_rules(spec, arrivals=args.tune_arrivals)
+    for name, tuned in tuned_all.items():
+        say(f"evaluating {name} ({tuned.rule.describe()}) on {args.arrivals} arrivals")
         rows.append({"policy": name, "rule": tuned.rule.describe(), **evaluate(tuned.rule, spec, **run)})
     lam = args.tabular_lam if args.tabular_lam is not None else paper_lam(spec, policy)
     decisions = args.tabular_decisions or (500_000 if spec.num_stations < 4 else 1_500_000)
+    say(f"training tabular R-learning (lam {lam:g}, {decisions} decisions)")
     tab = train_tabular(spec, decisions, lam=lam, seed=args.seed)
+    say(f"evaluating tabular R-learning and accept-all on {args.arrivals} arrivals")
     rows.append({"policy": "tabular R-learning", "rule": f"lam {lam:g}, {decisions} decisions", **evaluate(tab, spec, **run)})
     rows.append({"policy": "accept-all", "rule": "", **evaluate(accept_all, spec, **run)})
+    say("done")
     return rows
+
+
+def progress_printer(quiet: bool):
+    """``say(text)``: one line to stderr with the elapsed time (nothing when quiet)."""
+    t0 = time.perf_counter()
+
+    def say(text: str) -> None:
+        if not quiet:
+            print(f"[{time.perf_counter() - t0:6.1f} s] {text}", file=sys.stderr, flush=True)
+    return say
+
+
+@contextlib.contextmanager
+def report_candidates(say) -> Iterator[None]:
+    """One line per candidate rule the tuners evaluate (they call ``baselines.evaluate``)."""
+    inner = getattr(baselines, "evaluate", None)
+    if inner is None:  # the tuners no longer evaluate through this name: stage lines only
+        yield
+        return
+    count = 0
+
+    def evaluate_and_report(rule, spec, **kwargs):
+        nonlocal count
+        m = inner(rule, spec, **kwargs)
+        count += 1
+        name = rule.describe() if hasattr(rule, "describe") else type(rule).__name__
+        say(f"  candidate {count}: {name}: violation {m['violation']:.4f}, acceptance {m['acceptance']:.4f}")
+        return m
+
+    baselines.evaluate = evaluate_and_report
+    try:
+        yield
+    finally:
+        baselines.evaluate = inner
 
 
 def paper_lam(spec, policy) -> float:

@@ -32,7 +32,7 @@ METRICS = ("violation", "objective", "acceptance", "throughput")
 
 def train_with_curves(scenario: str, seed: int, steps: int, num_envs: int, half_life: float, points: int
                       ) -> tuple[dict[str, list[float]], dict, Trainer]:
-    trainer = Trainer(TrainConfig(scenario=scenario, seed=seed, steps=steps, num_envs=num_envs,
+    trainer = Trainer(TrainConfig(scenario=scenario, lam="scenario", seed=seed, steps=steps, num_envs=num_envs,
                                   stats_half_life=half_life))
     curves: dict[str, list[float]] = {k: [] for k in ("decisions", *METRICS)}
     every = max(1, steps // (points * num_envs))

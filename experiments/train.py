@@ -1,58 +1,148 @@
 """Train an admission controller.
 
-    python experiments/train.py                      # paper_tandem, lam 8, eps 0.1, paper delay measure
-    python experiments/train.py --scenario tandem    # true sojourn times, lam tuned automatically
-    python experiments/train.py --scenario my_net.yaml --lam auto --eps 0.05 --out runs/mine
+    python experiments/train.py                      # paper_tandem, eps 0.1, lam tuned automatically + calibrated
+    python experiments/train.py --lam 8              # the paper's fixed multiplier (what paper_tandem's YAML fixes)
+    python experiments/train.py --scenario tandem    # true sojourn times
+    python experiments/train.py --scenario my_net.yaml --eps 0.05 --out runs/mine
     python experiments/train.py --resume checkpoints/runs/paper_tandem-seed0/checkpoint.pt --steps 12000000
+
+The multiplier lam is tuned automatically by default on every scenario (dual ascent on the
+violation of recent greedy decisions), and the acceptance bias of the final policy is then
+calibrated so that its violation is <= eps with 95% confidence (one-sided upper bound). `--lam 8` fixes the multiplier (the
+paper's setting on paper_tandem), `--lam scenario` uses the scenario's own value.
 
 Writes OUT/checkpoint.pt (everything needed to resume, written atomically and refreshed
 during the run), OUT/policy.pt (the greedy policy with scenario, settings and evaluation),
 OUT/policy.pt2 (torch.export) and OUT/policy.onnx (usable without this project) and
-OUT/metrics.json.
+OUT/metrics.json (strict JSON: null where a value is undefined). A new run refuses to
+overwrite a folder that already holds a run unless --force is given.
+
+Ctrl-C stops at the next step, saves OUT/checkpoint.pt and prints the command that resumes
+the run (exit code 130); a second Ctrl-C stops at once without saving. On --resume the
+run keeps its settings: only --steps, --device and the output, evaluation and logging
+options may differ.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
+import shlex
+import signal
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
-from drl_ac.checkpoint import LoadedPolicy, export_policy, save_atomic
+from drl_ac.checkpoint import (
+    CHECKPOINT_FORMAT,
+    CheckpointError,
+    LoadedPolicy,
+    export_policy,
+    load_file,
+    save_atomic,
+)
 from drl_ac.evaluation.calibration import calibrated_section
 from drl_ac.evaluation.metrics import evaluate, format_metrics
 from drl_ac.learning.learner import LearnerConfig
-from drl_ac.learning.trainer import TrainConfig, Trainer
+from drl_ac.learning.trainer import LAM_MODES, TrainConfig, Trainer
 from drl_ac.tracking import WandbLogger
-from envs import SpecError
+from envs import NetworkSpec, SpecError
+
+INTERRUPTED = 130  # the shell's code for a program stopped by Ctrl-C (128 + SIGINT)
+
+# Flags that set the run itself: on --resume they must equal the checkpoint's.
+# flag -> (argparse dest, key in TrainConfig.to_dict(), "learner." for the learner's)
+FIXED_ON_RESUME = {
+    "--scenario": ("scenario", "scenario"), "--num-envs": ("num_envs", "num_envs"), "--lam": ("lam", "lam"),
+    "--eps": ("eps", "eps"), "--d-ub": ("d_ub", "d_ub"), "--delay": ("delay", "delay"),
+    "--seed": ("seed", "seed"), "--include-in-service": ("include_in_service", "include_in_service"),
+    "--updates-per-step": ("updates_per_step", "updates_per_step"),
+    "--batch-size": ("batch_size", "learner.batch_size"), "--lr": ("lr", "learner.lr"),
+    "--beta": ("beta", "learner.beta"), "--rbar-update": ("rbar_update", "learner.rbar_update"),
+    "--hidden": ("hidden", "learner.hidden"), "--lam-eta": ("lam_eta", "lam_eta"),
+    "--lam-kp": ("lam_kp", "lam_kp"), "--lam-margin": ("lam_margin", "lam_margin"),
+}
+# Options of this invocation only (not stored in the checkpoint): repeated in the resume command.
+RUN_OPTIONS = {"--device": "device", "--threads": "threads", "--calibrate": "calibrate",
+               "--eval-arrivals": "eval_arrivals", "--checkpoint-every": "checkpoint_every",
+               "--wandb": "wandb", "--wandb-project": "wandb_project", "--wandb-group": "wandb_group",
+               "--quiet": "quiet"}
+
+
+class UsageError(ValueError):
+    """A flag the run cannot work with (exit code 2)."""
+
+
+class FileProblem(RuntimeError):
+    """A file or folder the run cannot read or write (exit code 1)."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C: the message says what was saved and how to go on (exit code 130)."""
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The description as written, and every option's default (unless its help says it)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default is None or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, not usage + message
+        self.exit(2, f"error: {message}. Fix: see {self.prog} --help.\n")
 
 
 def parse_lam(value: str) -> float | str:
-    return "auto" if value == "auto" else float(value)
+    if value in LAM_MODES:
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected auto, scenario or a number, got {value!r}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
     d, dl = TrainConfig(), LearnerConfig()
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--scenario", default=d.scenario, help="registered scenario name or YAML path")
-    p.add_argument("--steps", type=int, default=None, help=f"decisions over all instances (default {d.steps})")
+    p.add_argument("--steps", type=int, default=None,
+                   help=f"decisions over all instances (default: {d.steps} for a new run, the checkpoint's "
+                        "on --resume)")
     p.add_argument("--num-envs", type=int, default=d.num_envs, help="network instances simulated in parallel")
-    p.add_argument("--lam", type=parse_lam, default=None, help="Lagrange multiplier, or 'auto' (default: scenario's)")
+    p.add_argument("--lam", type=parse_lam, default=d.lam,
+                   help="Lagrange multiplier: auto (tuned by dual ascent, then the acceptance bias is "
+                        "calibrated), scenario (the scenario's fixed value, e.g. the paper's 8 on paper_tandem; "
+                        "auto when it fixes none) or a number")
     p.add_argument("--eps", type=float, default=None, help="allowed violation probability (default: scenario's)")
     p.add_argument("--d-ub", type=float, default=None, help="deadline (default: scenario's)")
     p.add_argument("--delay", choices=["sojourn", "paper"], default=None, help="delay measure (default: scenario's)")
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--device", default=d.device, help="auto, cpu or cuda")
-    p.add_argument("--updates-per-step", type=int, default=d.updates_per_step)
-    p.add_argument("--batch-size", type=int, default=dl.batch_size)
-    p.add_argument("--lr", type=float, default=dl.lr)
+    p.add_argument("--seed", type=int, default=d.seed, help="seed of simulation, exploration and weights")
+    p.add_argument("--device", default=d.device,
+                   help="auto, cpu or cuda (default: auto; on --resume the checkpoint's)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads; 1 is fastest for the shipped network sizes, especially when "
+                        "another process shares the cores")
+    p.add_argument("--updates-per-step", type=int, default=d.updates_per_step,
+                   help="gradient steps per vector step")
+    p.add_argument("--batch-size", type=int, default=dl.batch_size, help="replay batch size")
+    p.add_argument("--lr", type=float, default=dl.lr, help="Adam learning rate")
     p.add_argument("--beta", type=float, default=dl.beta, help="rbar step size")
-    p.add_argument("--rbar-update", choices=["paper", "differential"], default=dl.rbar_update)
-    p.add_argument("--hidden", type=int, nargs="+", default=list(dl.hidden))
+    p.add_argument("--rbar-update", choices=["paper", "differential"], default=dl.rbar_update,
+                   help="rbar from greedy experiences (paper) or all (differential)")
+    p.add_argument("--hidden", type=int, nargs="+", default=list(dl.hidden), help="hidden layer widths")
     p.add_argument("--include-in-service", action="store_true", help="observe busy servers too")
     p.add_argument("--lam-eta", type=float, default=d.lam_eta, help="dual-ascent step of the automatic lam")
     p.add_argument("--lam-kp", type=float, default=d.lam_kp, help="proportional gain (PI) of the automatic lam")
@@ -62,13 +152,26 @@ def build_parser() -> argparse.ArgumentParser:
                         "(auto: on when lam is automatic)")
     p.add_argument("--eval-arrivals", type=int, default=200_000, help="arrivals in the final evaluation")
     p.add_argument("--checkpoint-every", type=int, default=1_000_000, help="decisions between checkpoints")
-    p.add_argument("--out", type=Path, default=None, help="output folder (default checkpoints/runs/SCENARIO-seedS)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="output folder (default: checkpoints/runs/SCENARIO-seedS; on --resume the "
+                        "checkpoint's folder)")
+    p.add_argument("--force", action="store_true",
+                   help="let a new run overwrite the checkpoint.pt / policy.pt of another run in --out")
     p.add_argument("--resume", type=Path, default=None, help="continue from a checkpoint.pt")
     p.add_argument("--wandb", action="store_true", help="log to Weights & Biases (offline without credentials)")
-    p.add_argument("--wandb-project", default="drl_ac")
-    p.add_argument("--wandb-group", default=None)
+    p.add_argument("--wandb-project", default="drl_ac", help="W&B project")
+    p.add_argument("--wandb-group", default=None, help="W&B group (default: the scenario's name)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
+
+
+def given_options(argv: list[str] | None) -> set[str]:
+    """The argparse dests the user actually typed (as opposed to defaults)."""
+    shadow = build_parser()
+    for action in shadow._actions:
+        if action.dest != "help":
+            action.default = argparse.SUPPRESS
+    return set(vars(shadow.parse_args(argv)))
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
@@ -82,25 +185,176 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
                        **kwargs)
 
 
-def run(args: argparse.Namespace) -> dict:
+def check_run_options(args: argparse.Namespace) -> None:
+    """Options of this invocation that TrainConfig does not hold."""
+    for flag, value in (("--eval-arrivals", args.eval_arrivals), ("--checkpoint-every", args.checkpoint_every),
+                        ("--threads", args.threads)):
+        if value < 1:
+            raise UsageError(f"{flag} must be an integer >= 1, got {value}. Fix: give a positive value.")
+    if args.steps is not None and args.steps < 1:
+        raise UsageError(f"--steps must be an integer >= 1, got {args.steps}. Fix: give the number of decisions "
+                         "to train for, e.g. --steps 6000000.")
+
+
+def _same(given: Any, stored: Any) -> bool:
+    if isinstance(given, (list, tuple)) or isinstance(stored, (list, tuple)):
+        return isinstance(given, (list, tuple)) and isinstance(stored, (list, tuple)) and \
+            [float(x) for x in given] == [float(x) for x in stored]
+    if isinstance(given, bool) or isinstance(stored, bool):
+        return bool(given) == bool(stored)
+    if isinstance(given, (int, float)) and isinstance(stored, (int, float)):
+        return math.isclose(float(given), float(stored), rel_tol=1e-12, abs_tol=0.0)
+    return given == stored
+
+
+def check_resume_flags(state: dict, args: argparse.Namespace, given: set[str]) -> None:
+    """Refuse flags that would silently be ignored on --resume, unless they equal the checkpoint's."""
+    config = state.get("config", {})
+    scenario = state.get("policy", {}).get("scenario", {})
+    effective = {"eps": scenario.get("eps"), "d_ub": scenario.get("d_ub"), "delay": scenario.get("delay"),
+                 "lam": "auto" if scenario.get("lam") is None else scenario.get("lam")}
+    bad = []
+    for flag, (dest, key) in FIXED_ON_RESUME.items():
+        if dest not in given:
+            continue
+        value = getattr(args, dest)
+        stored = config.get("learner", {}).get(key[8:]) if key.startswith("learner.") else config.get(key)
+        if key == "lam" and stored is None:
+            stored = "scenario"
+        ok = _same(value, stored) or (key in effective and _same(value, effective[key]))
+        if key == "scenario" and not ok and stored is not None:
+            a, b = Path(str(value)), Path(str(stored))
+            ok = a.is_file() and b.is_file() and a.resolve() == b.resolve()
+        if not ok:
+            shown = stored if stored is not None else effective.get(key)
+            if isinstance(value, list):
+                value = " ".join(map(str, value))
+                shown = " ".join(map(str, shown)) if isinstance(shown, (list, tuple)) else shown
+            bad.append(f"{flag} {value} (checkpoint: {shown})")
+    if bad:
+        raise UsageError(f"--resume continues a run with its own settings, which cannot change: {', '.join(bad)}. "
+                         "Fix: drop these flags (on --resume only --steps, --device and the output, evaluation "
+                         "and logging options may change), or start a new run in another --out.")
+
+
+def prepare_out(out: Path, resume: Path | None, force: bool) -> None:
+    """Create OUT, make sure it is writable, and refuse to overwrite another run without --force."""
+    if out.exists() and not out.is_dir():
+        raise FileProblem(f"--out {out}: a file, not a folder. Fix: give a folder path (created if missing).")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-test.", dir=out)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise FileProblem(f"--out {out}: cannot write there ({exc.strerror or type(exc).__name__}). "
+                          "Fix: choose a folder you can write to with --out.") from None
+    if force:
+        return
+    held = [out / name for name in ("checkpoint.pt", "policy.pt") if (out / name).exists()]
+    same_run = resume is not None and (out / "checkpoint.pt").resolve() == resume.resolve()
+    if held and not same_run:
+        hint = f"resume it with --resume {shlex.quote(str(held[0]))}, " if held[0].name == "checkpoint.pt" else ""
+        raise UsageError(f"--out {out} already holds another run ({', '.join(p.name for p in held)}). "
+                         f"Fix: {hint}choose another --out, or pass --force to overwrite it.")
+
+
+def stability_warning(spec: NetworkSpec) -> str | None:
+    """One line when accepting every job would overload a station, else None."""
+    warn = getattr(spec, "stability_warning", None)
+    if callable(warn):
+        message = warn()
+        return str(message) if message else None
+    try:
+        spec.check_stable()
+    except SpecError as exc:
+        return str(exc)
+    return None
+
+
+def finite_json(obj: Any) -> Any:
+    """Plain JSON values, with null for NaN and infinities (metrics.json is strict JSON)."""
+    if isinstance(obj, dict):
+        return {str(k): finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    if isinstance(obj, torch.Tensor):
+        obj = obj.detach().cpu().numpy()
+    if isinstance(obj, np.ndarray):
+        return finite_json(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def resume_command(checkpoint: Path, args: argparse.Namespace, given: set[str]) -> str:
+    script = sys.argv[0] if sys.argv and sys.argv[0].endswith("train.py") else "experiments/train.py"
+    parts = ["python", script, "--resume", str(checkpoint)]
+    for flag, dest in RUN_OPTIONS.items():
+        if dest in given:
+            value = getattr(args, dest)
+            if isinstance(value, bool):
+                parts += [flag] if value else []
+            else:
+                parts += [flag, str(value)]
+    return shlex.join(parts)
+
+
+class StopOnCtrlC:
+    """The first Ctrl-C asks the training loop to stop after the current step (so the state
+    can be saved whole); a second one raises KeyboardInterrupt at once."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.previous: Any = None
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __enter__(self) -> StopOnCtrlC:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+
+def start(args: argparse.Namespace, given: set[str]) -> tuple[Trainer, Path]:
+    """The trainer (new or resumed) and its output folder, after every check."""
     if args.resume is not None:
-        changes = {"device": args.device} | ({"steps": args.steps} if args.steps is not None else {})
-        trainer = Trainer.resume(args.resume, **changes)
+        state = load_file(args.resume, expected=(CHECKPOINT_FORMAT,))
+        check_resume_flags(state, args, given)
         out = args.out or args.resume.parent
-    else:
-        trainer = Trainer(config_from_args(args))
-        out = args.out or Path("checkpoints/runs") / f"{Path(trainer.config.scenario).stem}-seed{trainer.config.seed}"
-    out.mkdir(parents=True, exist_ok=True)
+        prepare_out(out, args.resume, args.force)
+        changes = {k: getattr(args, k) for k in ("steps", "device") if k in given and getattr(args, k) is not None}
+        return Trainer.from_state(state, **changes), out
+    config = config_from_args(args)
+    out = args.out or Path("checkpoints/runs") / f"{Path(config.scenario).stem}-seed{config.seed}"
+    spec = config.spec()  # scenario errors before touching the folder
+    prepare_out(out, None, args.force)
+    return Trainer(config, spec=spec), out
+
+
+def run(args: argparse.Namespace, given: set[str] | None = None) -> dict:
+    given = set() if given is None else given  # the flags typed on the command line (see given_options)
+    trainer, out = start(args, given)
     config = trainer.config
+    ckpt = out / "checkpoint.pt"
+    warning = stability_warning(trainer.spec)
+    if warning:
+        print(f"warning: accepting every job is unstable: {warning.removeprefix('warning: ')} (training goes on: "
+              "the controller has to reject jobs to keep the queues finite)", file=sys.stderr)
     logger = WandbLogger(args.wandb, config.to_dict(), project=args.wandb_project,
                          group=args.wandb_group or Path(config.scenario).stem, directory=out)
-    print(f"training on {trainer.spec.name}: {trainer.spec.num_stations} stations, d_ub {trainer.spec.d_ub}, "
-          f"eps {trainer.spec.eps}, lam {'auto' if trainer.auto_lam else trainer.lam}, delay {trainer.spec.delay}, "
-          f"{config.num_envs} instances, device {trainer.device}", file=sys.stderr)
-    bar = tqdm(total=config.steps, initial=trainer.decisions, unit="dec", unit_scale=True, disable=args.quiet,
-               dynamic_ncols=True)
     state = {"last": trainer.decisions, "t0": time.perf_counter(), "d0": trainer.decisions,
              "ckpt": trainer.decisions}
+    bar = None
 
     def callback(tr: Trainer) -> None:
         p = tr.progress()
@@ -112,16 +366,51 @@ def run(args: argparse.Namespace) -> dict:
                         sps=f"{p['steps_per_s']:,.0f}", refresh=False)
         logger.log(p, step=tr.decisions)
         if tr.decisions - state["ckpt"] >= args.checkpoint_every:
-            tr.save(out / "checkpoint.pt")
+            tr.save(ckpt)
             state["ckpt"] = tr.decisions
 
-    trainer.train(callback=callback)
-    bar.close()
-    trainer.save(out / "checkpoint.pt")
+    with StopOnCtrlC() as ctrl_c:
+        try:
+            print(f"training on {trainer.spec.name}: {trainer.spec.num_stations} stations, d_ub {trainer.spec.d_ub}, "
+                  f"eps {trainer.spec.eps}, lam {'auto' if trainer.auto_lam else trainer.lam}, "
+                  f"delay {trainer.spec.delay}, {config.num_envs} instances, device {trainer.device}, "
+                  f"{torch.get_num_threads()} thread(s); Ctrl-C saves and stops", file=sys.stderr, flush=True)
+            bar = tqdm(total=config.steps, initial=trainer.decisions, unit="dec", unit_scale=True,
+                       disable=args.quiet, dynamic_ncols=True)
+            trainer.train(callback=callback, stop=lambda: ctrl_c.requested)
+            bar.close()
+            trainer.save(ckpt)  # a Ctrl-C now only sets the flag: the save completes
+        except KeyboardInterrupt:
+            if bar is not None:
+                bar.close()
+            logger.finish()
+            saved = f"{ckpt} holds the last periodic checkpoint" if ckpt.is_file() else "nothing was saved"
+            raise Interrupted(f"interrupted twice: stopped at once without saving; {saved}.") from None
+    if ctrl_c.requested:
+        logger.finish()
+        raise Interrupted(f"interrupted at {trainer.decisions:,} of {config.steps:,} decisions; saved {ckpt}. "
+                          f"Resume with: {resume_command(ckpt, args, given)}")
+    try:
+        metrics, exported, section = finish(trainer, args, out)
+    except KeyboardInterrupt:
+        logger.finish()
+        raise Interrupted(f"interrupted after training; {ckpt} holds the trained run. Evaluate and export it with: "
+                          f"{resume_command(ckpt, args, given)}") from None
+    logger.finish(metrics)
+    print(f"final evaluation ({trainer.spec.name}, eps {trainer.spec.eps}): {format_metrics(metrics)}")
+    print(f"wrote {out / 'policy.pt'}, {', '.join(map(str, exported))}, {out / 'metrics.json'}, {ckpt}")
+    return metrics
+
+
+def finish(trainer: Trainer, args: argparse.Namespace, out: Path) -> tuple[dict, list[Path], dict]:
+    """Calibrate (when asked or when lam is automatic), evaluate and write the policy files."""
+    config = trainer.config
     if args.calibrate == "on" or (args.calibrate == "auto" and trainer.auto_lam):
-        target = trainer.spec.eps - config.lam_margin
-        section = calibrated_section(trainer, target)
-        print(f"calibrated acceptance bias {section['bias']:.4f} for violation <= {target:g}", file=sys.stderr)
+        section = calibrated_section(trainer, trainer.spec.eps)
+        cal = section["calibration"]
+        print(f"calibrated acceptance bias {section['bias']:.4f}: violation {cal['violation']:.4f}, one-sided "
+              f"{cal['confidence']:.0%} upper bound {cal['violation_upper']:.4f} <= eps {trainer.spec.eps:g} "
+              f"({cal['arrivals']} arrivals)", file=sys.stderr)
     else:
         section = trainer.policy_section()
     policy = LoadedPolicy(section)
@@ -131,21 +420,29 @@ def run(args: argparse.Namespace) -> dict:
     section["metrics"] = metrics
     save_atomic(section, out / "policy.pt")
     exported = export_policy(section, out)
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-    logger.finish(metrics)
-    print(f"final evaluation ({trainer.spec.name}, eps {trainer.spec.eps}): {format_metrics(metrics)}")
-    print(f"wrote {out / 'policy.pt'}, {', '.join(map(str, exported))}, {out / 'metrics.json'}, "
-          f"{out / 'checkpoint.pt'}")
-    return metrics
+    (out / "metrics.json").write_text(json.dumps(finite_json(metrics), indent=2, allow_nan=False) + "\n")
+    return metrics, exported, section
 
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
-    torch.set_num_threads(max(1, torch.get_num_threads()))
+    given = given_options(argv)
     try:
-        run(args)
-    except (SpecError, ValueError) as exc:
-        sys.exit(f"error: {exc}")
+        check_run_options(args)
+        torch.set_num_threads(args.threads)
+        run(args, given)
+    except Interrupted as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(INTERRUPTED)
+    except KeyboardInterrupt:
+        print("interrupted before training started; nothing was saved.", file=sys.stderr)
+        sys.exit(INTERRUPTED)
+    except (UsageError, SpecError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except (CheckpointError, FileProblem, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from drl_ac.checkpoint import (
     CHECKPOINT_FORMAT,
     FORMAT_VERSION,
     POLICY_FORMAT,
+    CheckpointError,
     load_file,
     save_atomic,
     to_arrays,
@@ -38,13 +39,25 @@ from drl_ac.learning.store import DelayedCompletionStore
 from drl_ac.tracking import RunningStats
 from envs import REWARD_RULES, Driver, NetworkSpec, ObservationEncoding, load_spec
 
+LAM_MODES = ("auto", "scenario")
+
 
 @dataclass
 class TrainConfig:
+    """Settings of a training run. Every number is checked on construction (``ValueError``
+    naming the field, its command-line flag and the fix).
+
+    ``lam``: ``"auto"`` (default: the multiplier is tuned by dual ascent, on every scenario,
+    and ``experiments/train.py`` then calibrates the acceptance bias), ``"scenario"`` (the
+    scenario's own fixed ``lam``, e.g. the paper's 8 on paper_tandem; auto when it fixes
+    none) or a number (a fixed multiplier). ``None`` is read as ``"scenario"`` (files
+    written before "auto" became the default).
+    """
+
     scenario: str = "paper_tandem"
     steps: int = 6_000_000  # decisions (arrivals) summed over all instances
     num_envs: int = 2048
-    lam: float | str | None = None  # None: the scenario's (auto when it fixes none); "auto"; or a number
+    lam: float | str = "auto"  # "auto", "scenario" (the scenario's; auto when it fixes none) or a number
     eps: float | None = None
     d_ub: float | None = None
     delay: str | None = None
@@ -66,14 +79,65 @@ class TrainConfig:
     stats_half_life: float = 200_000.0
     learner: LearnerConfig = field(default_factory=LearnerConfig)
 
+    def __post_init__(self) -> None:
+        if self.lam is None:
+            self.lam = "scenario"
+        if isinstance(self.lam, str) and self.lam not in LAM_MODES:
+            try:
+                self.lam = float(self.lam)
+            except ValueError:
+                raise ValueError(f"lam (--lam): unknown {self.lam!r}. Fix: use auto, scenario or a "
+                                 "non-negative number.") from None
+        if not isinstance(self.lam, str):
+            _check(self.lam, "lam", "--lam", lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0",
+                   "give a non-negative multiplier, auto or scenario")
+        _check(self.steps, "steps", "--steps", _int_at_least(1), "an integer >= 1",
+               "give the number of decisions to train for, e.g. --steps 6000000")
+        _check(self.num_envs, "num_envs", "--num-envs", _int_at_least(1), "an integer >= 1",
+               "give the number of instances simulated in parallel, e.g. --num-envs 2048")
+        _check(self.seed, "seed", "--seed", _int_at_least(0), "an integer >= 0", "give a non-negative seed")
+        _check(self.updates_per_step, "updates_per_step", "--updates-per-step", _int_at_least(1),
+               "an integer >= 1", "give the gradient steps per vector step, e.g. 1")
+        if self.eps is not None:
+            _check(self.eps, "eps", "--eps", lambda v: 0 < v < 1, "strictly between 0 and 1",
+                   "give an allowed violation probability such as 0.1")
+        if self.d_ub is not None:
+            _check(self.d_ub, "d_ub", "--d-ub", lambda v: math.isfinite(v) and v > 0, "a finite number > 0",
+                   "give a positive deadline")
+        if self.delay is not None and self.delay not in ("sojourn", "paper"):
+            raise ValueError(f"delay (--delay): unknown {self.delay!r}. Fix: use sojourn or paper.")
+        _check(self.learning_starts, "learning_starts", None, _int_at_least(0), "an integer >= 0",
+               "give the experiences to collect before learning")
+        _check(self.replay_size, "replay_size", None, _int_at_least(1), "an integer >= 1",
+               "give the replay capacity in experiences")
+        for name in ("exploration_start", "exploration_end"):
+            _check(getattr(self, name), name, None, lambda v: 0 < v <= 1, "in (0, 1]",
+                   "give an exploration probability such as 0.5 or 0.01")
+        _check(self.exploration_fraction, "exploration_fraction", None, lambda v: 0 <= v <= 1, "in [0, 1]",
+               "give the fraction of the run over which exploration decays")
+        _check(self.lam_init, "lam_init", None, _finite_at_least(0), "a finite number >= 0",
+               "give a non-negative starting multiplier")
+        _check(self.lam_eta, "lam_eta", "--lam-eta", _finite_at_least(0), "a finite number >= 0",
+               "give a non-negative dual-ascent step, e.g. 2")
+        _check(self.lam_kp, "lam_kp", "--lam-kp", _finite_at_least(0), "a finite number >= 0",
+               "give a non-negative proportional gain, e.g. 0")
+        _check(self.lam_every, "lam_every", None, _int_at_least(1), "an integer >= 1",
+               "give the vector steps between multiplier updates")
+        _check(self.lam_margin, "lam_margin", "--lam-margin", lambda v: 0 <= v < 1, "in [0, 1)",
+               "give a small non-negative margin below eps, e.g. 0.003")
+        _check(self.lam_start, "lam_start", None, lambda v: 0 <= v <= 1, "in [0, 1]",
+               "give the fraction of the run before the automatic multiplier moves")
+        _check(self.stats_half_life, "stats_half_life", None, lambda v: math.isfinite(v) and v > 0,
+               "a finite number > 0", "give a positive half-life in decisions")
+        check_learner(self.learner)
+
     def spec(self) -> NetworkSpec:
-        lam = None if self.lam == "auto" else self.lam
         overrides = {"eps": self.eps, "d_ub": self.d_ub, "delay": self.delay}
         spec = load_spec(self.scenario, **{k: v for k, v in overrides.items() if v is not None})
         if self.lam == "auto":
             spec = spec.with_overrides(lam=None)
-        elif lam is not None:
-            spec = spec.with_overrides(lam=float(lam))
+        elif self.lam != "scenario":
+            spec = spec.with_overrides(lam=float(self.lam))
         return spec
 
     def to_dict(self) -> dict[str, Any]:
@@ -88,6 +152,44 @@ class TrainConfig:
         if "hidden" in learner:
             learner["hidden"] = tuple(int(h) for h in learner["hidden"])
         return cls(**d, learner=LearnerConfig(**learner))
+
+
+def _int_at_least(low: int) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= low
+
+
+def _finite_at_least(low: float) -> Callable[[Any], bool]:
+    return lambda v: math.isfinite(v) and v >= low
+
+
+def _check(value: Any, name: str, flag: str | None, ok: Callable[[Any], bool], want: str, fix: str) -> None:
+    """Raise ``ValueError("name (--flag) must be WANT, got VALUE. Fix: FIX.")`` unless ``ok(value)``."""
+    try:
+        good = bool(ok(value))
+    except TypeError:
+        good = False
+    if not good:
+        label = f"{name} ({flag})" if flag else name
+        raise ValueError(f"{label} must be {want}, got {value!r}. Fix: {fix}.")
+
+
+def check_learner(cfg: LearnerConfig) -> None:
+    """The learner's settings, checked with the command-line flag of each."""
+    hidden = tuple(cfg.hidden)
+    if not hidden or not all(_int_at_least(1)(h) for h in hidden):
+        raise ValueError(f"learner.hidden (--hidden) must be one or more layer widths >= 1, got {list(hidden)}. "
+                         "Fix: give widths such as --hidden 64 64.")
+    _check(cfg.lr, "learner.lr", "--lr", lambda v: math.isfinite(v) and v > 0, "a finite number > 0",
+           "give a positive learning rate, e.g. 1e-3")
+    _check(cfg.beta, "learner.beta", "--beta", lambda v: 0 <= v <= 1, "in [0, 1]",
+           "give the rbar step size, e.g. 0.01")
+    _check(cfg.batch_size, "learner.batch_size", "--batch-size", _int_at_least(1), "an integer >= 1",
+           "give the replay batch size, e.g. 512")
+    _check(cfg.grad_clip, "learner.grad_clip", None, lambda v: v > 0, "> 0", "give a positive gradient-norm clip")
+    _check(cfg.target_every, "learner.target_every", None, _int_at_least(1), "an integer >= 1",
+           "give the gradient steps between target-network copies")
+    _check(cfg.huber_delta, "learner.huber_delta", None, lambda v: math.isfinite(v) and v > 0,
+           "a finite number > 0", "give a positive Huber threshold")
 
 
 def resolve_device(name: str) -> torch.device:
@@ -174,13 +276,18 @@ class Trainer:
         return out
 
     def train(self, until: int | None = None, callback: Callable[[Trainer], None] | None = None,
-              callback_every: int = 20) -> None:
-        """Run until ``until`` decisions (default: the configured total)."""
+              callback_every: int = 20, stop: Callable[[], bool] | None = None) -> bool:
+        """Run until ``until`` decisions (default: the configured total), or until ``stop()``
+        turns true (checked after every step, so the state is always whole and can be saved,
+        e.g. when the user presses Ctrl-C). Returns True when it stopped early."""
         until = self.config.steps if until is None else until
         while self.decisions < until:
+            if stop is not None and stop():
+                return True
             self.step()
             if callback is not None and self.t % callback_every == 0:
                 callback(self)
+        return False
 
     # ------------------------------------------------------------------ state
     def policy_section(self, metrics: dict | None = None) -> dict[str, Any]:
@@ -208,14 +315,29 @@ class Trainer:
     @classmethod
     def resume(cls, path: str | Path, **changes: Any) -> Trainer:
         """Continue a run from ``checkpoint.pt``; ``changes`` may extend ``steps`` or set ``device``."""
-        state = load_file(path, expected=(CHECKPOINT_FORMAT,))
+        return cls.from_state(load_file(path, expected=(CHECKPOINT_FORMAT,)), **changes)
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any], **changes: Any) -> Trainer:
+        """A trainer continuing from a loaded ``checkpoint.pt`` (see ``resume``)."""
         allowed = {"steps", "device"}
         if set(changes) - allowed:
             raise ValueError(f"resume: only {sorted(allowed)} may change, not {sorted(set(changes) - allowed)}. "
                              "Fix: start a new run to change other settings.")
-        config = TrainConfig.from_dict({**state["config"], **changes})
-        trainer = cls(config, spec=NetworkSpec.from_dict(state["policy"]["scenario"]))
-        trainer.load_state_dict(state)
+        try:
+            config = TrainConfig.from_dict({**state["config"], **changes})
+            spec = NetworkSpec.from_dict(state["policy"]["scenario"])
+        except (KeyError, TypeError) as exc:
+            raise CheckpointError(f"checkpoint: its settings are incomplete or from another version ({exc!r} "
+                                  "missing or wrong). Fix: resume from a checkpoint.pt written by this drl_ac, "
+                                  "or start a new run.") from None
+        trainer = cls(config, spec=spec)
+        try:
+            trainer.load_state_dict(state)
+        except (KeyError, TypeError, RuntimeError, ValueError, IndexError) as exc:
+            raise CheckpointError(f"checkpoint: its state does not fit the stored settings ({type(exc).__name__}: "
+                                  f"{str(exc).splitlines()[0][:160] if str(exc) else ''}). Fix: the file is "
+                                  "damaged or from an incompatible version; start a new run.") from None
         return trainer
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

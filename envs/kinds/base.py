@@ -35,11 +35,9 @@ class State:
     """Mutable dynamics of some instances: the event array, per-job clocks, kinds' arrays.
 
     A probe works on ``take(rows)``: a copy of those rows only. Job-indexed arrays (second
-    axis = job slot) are listed in ``job_arrays`` so the engine can regrow them with the job
-    table.
+    axis = job slot) are listed in the engine's ``job_arrays`` so it can regrow them with the
+    job table.
     """
-
-    job_arrays = ("since", "wait_sum")
 
     def __init__(self, arrays: dict[str, np.ndarray], observer: Observer):
         self.names = tuple(arrays)
@@ -82,3 +80,8 @@ class StationKind(Protocol):
 
     def clear(self, st: State, rows: np.ndarray) -> None:
         """Empty the stations of ``rows`` (reset of some instances)."""
+
+    def cancel(self, eng: Engine, st: State, inst: np.ndarray, rows: np.ndarray, jid: np.ndarray, n: np.ndarray,
+               when: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Remove the copy of job ``jid`` at station ``n`` (redundancy). Returns the work it
+        received and whether it had begun service."""

@@ -86,6 +86,31 @@ class FcfsKind:
         st.fcfs_job.reshape(-1)[rows * self.slots + srv] = jid
         st.observer.started(st, rows, jid, at, when, w, service, end)
 
+    def cancel(self, eng: Engine, st: State, inst, rows, jid, n, when):
+        """A copy in service frees its server (which takes the head of its queue); a queued
+        copy leaves the queue, the jobs behind it moving up."""
+        serving = (st.fcfs_job[rows] == jid[:, None]) & (self.slot_station == n[:, None])
+        in_service = serving.any(1)
+        work = np.zeros(rows.size)
+        if in_service.any():
+            i = np.flatnonzero(in_service)
+            r, srv = rows[i], serving[i].argmax(1)
+            fe = r * eng.E + self.offset + srv
+            K = eng.jobs.capacity
+            service = eng.jobs.service.reshape(-1)[(inst[r] * K + jid[i] % K) * eng.N + n[i]]
+            work[i] = when[i] - (st.next_event.reshape(-1)[fe] - service)
+            st.next_event.reshape(-1)[fe] = np.inf
+            st.fcfs_job.reshape(-1)[r * self.slots + srv] = -1
+            fq = r * self.stations.size + self.local[n[i]]
+            queued = st.fcfs_len.reshape(-1)[fq] > 0
+            if queued.any():
+                self._start(eng, st, inst, r[queued], srv[queued], self._pop(st, fq[queued]), n[i][queued],
+                            when[i][queued])
+        if not in_service.all():
+            i = np.flatnonzero(~in_service)
+            _remove_queued(st, rows[i] * self.stations.size + self.local[n[i]], jid[i])
+        return work, in_service
+
     # ------------------------------------------------------------------ queues
     @staticmethod
     def _push(st: State, fq, jid) -> None:
@@ -129,3 +154,19 @@ def _grow_queues(st: State) -> None:
     buf[:, :, :q] = np.take_along_axis(st.fcfs_q, order, axis=2)
     st.fcfs_q = buf
     st.fcfs_head[:] = 0
+
+
+def _remove_queued(st: State, fq: np.ndarray, jid: np.ndarray) -> None:
+    """Take jobs out of the middle of their queues (``fq``: flat queue index per job)."""
+    q = st.fcfs_q.shape[2]
+    buf = st.fcfs_q.reshape(-1, q)
+    heads = st.fcfs_head.reshape(-1)
+    order = (heads[fq][:, None] + np.arange(q)) % q
+    unrolled = np.take_along_axis(buf[fq], order, axis=1)  # head first
+    pos = (unrolled == jid[:, None]).argmax(1)
+    keep = np.arange(q - 1) + (np.arange(q - 1) >= pos[:, None])  # skip the removed position
+    shifted = np.full((fq.size, q), -1, buf.dtype)
+    shifted[:, : q - 1] = np.take_along_axis(unrolled, keep, axis=1)
+    buf[fq] = shifted
+    heads[fq] = 0
+    st.fcfs_len.reshape(-1)[fq] -= 1

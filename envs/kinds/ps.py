@@ -80,13 +80,30 @@ class PsKind:
         pos = st.ps_tag.reshape(-1, width)[fp].argmin(1)
         flat = fp * width + pos
         jid = st.ps_job.reshape(-1)[flat]
+        self._remove(eng, st, rows, lp, fp, flat, when)
+        return None, jid, self.stations[lp]
+
+    def cancel(self, eng: Engine, st: State, inst, rows, jid, n, when):
+        """Remove a copy; the work it received is the clock's advance since it arrived."""
+        lp = self.local[n]
+        fp = rows * self.stations.size + lp
+        self._advance(st, fp, lp, when)
+        width = st.ps_tag.shape[2]
+        pos = (st.ps_job.reshape(-1, width)[fp] == jid[:, None]).argmax(1)
+        flat = fp * width + pos
+        K = eng.jobs.capacity
+        size = eng.jobs.service.reshape(-1)[(inst[rows] * K + jid % K) * eng.N + n]
+        work = st.ps_clock.reshape(-1)[fp] - (st.ps_tag.reshape(-1)[flat] - size)
+        self._remove(eng, st, rows, lp, fp, flat, when)
+        return work, np.ones(rows.size, bool)
+
+    def _remove(self, eng: Engine, st: State, rows, lp, fp, flat, when) -> None:
         st.ps_tag.reshape(-1)[flat] = np.inf
         st.ps_job.reshape(-1)[flat] = -1
         count = st.ps_count.reshape(-1)
         count[fp] -= 1
         st.ps_clock.reshape(-1)[fp[count[fp] == 0]] = 0.0  # an empty station restarts its clock: no drift
         self._reschedule(eng, st, rows, lp, fp, when)
-        return None, jid, self.stations[lp]
 
     @staticmethod
     def _grow(st: State) -> None:

@@ -9,7 +9,7 @@ from drl_ac.checkpoint import LoadedPolicy
 @pytest.mark.slow
 def test_paper_tandem_default_training_meets_quality_target():
     """Issue target: violation <= 0.105 and acceptance >= 0.85 over 200k arrivals (lam 8, eps 0.1)."""
-    trainer = Trainer(TrainConfig(scenario="paper_tandem"))
+    trainer = Trainer(TrainConfig(scenario="paper_tandem", lam="scenario"))
     trainer.train()
     m = evaluate(LoadedPolicy(trainer.policy_section()), trainer.spec, arrivals=200_000)
     assert m["violation"] <= 0.105 and m["acceptance"] >= 0.85, m

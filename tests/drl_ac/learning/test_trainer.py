@@ -28,7 +28,8 @@ def mm1_yaml(tmp_path):
 
 
 def small_config(scenario, **kw):
-    base = dict(scenario=scenario, steps=60_000, num_envs=256, learning_starts=2_000, replay_size=50_000,
+    # lam="scenario": these tests use the YAML's fixed lam (2.0); TrainConfig's default is "auto"
+    base = dict(scenario=scenario, lam="scenario", steps=60_000, num_envs=256, learning_starts=2_000, replay_size=50_000,
                 exploration_fraction=0.5, learner=LearnerConfig(hidden=(32, 32), batch_size=256))
     base.update(kw)
     return TrainConfig(**base)
@@ -116,7 +117,8 @@ def test_bad_checkpoints_give_clear_errors(tmp_path, mm1_yaml):
 def test_train_and_evaluate_entry_points(mm1_yaml, tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, str(ROOT / "experiments/train.py"), "--scenario", mm1_yaml, "--steps", "20000",
-           "--num-envs", "128", "--out", str(out), "--eval-arrivals", "5000", "--quiet", "--device", "cpu"]
+           "--num-envs", "128", "--out", str(out), "--eval-arrivals", "5000", "--quiet", "--device", "cpu",
+           "--lam", "scenario"]  # the YAML's fixed lam: a 20k-decision run has nothing to calibrate
     subprocess.run(cmd, check=True, cwd=tmp_path, capture_output=True, text=True)
     for name in ("policy.pt", "policy.pt2", "policy.onnx", "metrics.json", "checkpoint.pt"):
         assert (out / name).is_file()
