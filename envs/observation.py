@@ -26,19 +26,25 @@ class ObservationEncoding:
     include_in_service: bool = False
     num_classes: int = 1
     period: float | None = None
+    pool: bool = False  # identical servers (redundancy): jobs per server sorted, then the total
 
     @classmethod
     def for_spec(cls, spec: NetworkSpec, include_in_service: bool = False) -> ObservationEncoding:
-        return cls(spec.num_stations, include_in_service, spec.num_classes, spec.period)
+        pool = spec.redundancy is not None
+        return cls(spec.num_stations, include_in_service and not pool, spec.num_classes, spec.period, pool)
 
     @property
     def width(self) -> int:
-        n = self.num_stations * (2 if self.include_in_service else 1)
+        n = self.num_stations + 1 if self.pool else self.num_stations * (2 if self.include_in_service else 1)
         return n + (self.num_classes if self.num_classes > 1 else 0) + (2 if self.period else 0)
 
     def encode(self, eng: Engine) -> np.ndarray:
         """(B, width) float32 features of the current arrival in every instance."""
-        parts = [eng.waiting()]
+        if self.pool:  # the servers are exchangeable: their order carries no information
+            present = eng.waiting() + eng.busy()
+            parts = [-np.sort(-present, axis=1), eng.jobs_in_system()[:, None]]
+        else:
+            parts = [eng.waiting()]
         if self.include_in_service:
             parts.append(eng.busy())
         if self.num_classes > 1:
@@ -51,7 +57,10 @@ class ObservationEncoding:
     def scale(self, spec: NetworkSpec) -> np.ndarray:
         """Per-feature normaliser for the Q-network: a station's servers for its counts, 1 else."""
         servers = spec.servers.astype(np.float32)
-        parts = [servers] + ([servers] if self.include_in_service else [])
+        if self.pool:
+            parts = [servers, np.array([servers.sum()], np.float32)]
+        else:
+            parts = [servers] + ([servers] if self.include_in_service else [])
         if self.num_classes > 1:
             parts.append(np.ones(self.num_classes, np.float32))
         if self.period:
@@ -73,4 +82,4 @@ class ObservationEncoding:
     def from_dict(cls, d: dict[str, Any]) -> ObservationEncoding:
         period = d.get("period")
         return cls(int(d["num_stations"]), bool(d.get("include_in_service", False)), int(d.get("num_classes", 1)),
-                   None if period is None else float(period))
+                   None if period is None else float(period), bool(d.get("pool", False)))

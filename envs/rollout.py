@@ -47,7 +47,7 @@ def collect(driver: Driver, policy: Policy, steps: int, warmup: int = 0, record_
     return window, (np.stack(seen) if seen is not None else None)
 
 
-def warm_up(driver: Driver, policy: Policy, chunk: int = 200, min_steps: int = 400, max_steps: int = 40_000,
+def warm_up(driver: Driver, policy: Policy, chunk: int = 100, min_steps: int = 300, max_steps: int = 40_000,
             z: float = 2.0) -> int:
     """Run ``policy`` until the system is stationary; returns the steps taken.
 

@@ -24,6 +24,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import numpy as np
+
 from drl_ac.evaluation.baselines import TotalThreshold
 from envs import Driver, Engine, NetworkSpec, load_spec
 from envs.distributions import Exponential
@@ -124,6 +126,16 @@ def ps_tandem_table(num_envs: int = 4096, decisions: int = 400_000) -> None:
     print(f"\nPS tandem (3 stations, load 0.8, accept-all): B = {num_envs}: {r['decisions_per_s']:,.0f} decisions/s")
 
 
+def redundancy_table(num_envs: int = 4096, decisions: int = 400_000) -> None:
+    """Redundancy-d: N = 10 processor-sharing servers, d = 2 i.i.d. exponential copies, load 0.7."""
+    spec = NetworkSpec.from_dict({"name": "redundancy", "arrival": {"dist": "exponential", "rate": 7.0},
+                                  "d_ub": 10, "eps": 0.1,
+                                  "redundancy": {"servers": 10, "kind": "ps", "copies": "iid",
+                                                 "size": {"dist": "exponential", "mean": 1.0}, "d": [2]}})
+    r = measure(spec, lambda obs: np.zeros(obs.shape[0], np.int64), num_envs, decisions)
+    print(f"\nredundancy-d (N = 10 PS servers, d = 2, load 0.7): B = {num_envs}: {r['decisions_per_s']:,.0f} jobs/s")
+
+
 # Runs in a subprocess against either checkout: only API common to both engines.
 _RATE = """
 import json, sys, time, numpy as np
@@ -182,6 +194,7 @@ def main() -> None:
         accept_all_delays()
     if args.only in (None, "ps"):
         ps_tandem_table()
+        redundancy_table()
     if args.only in (None, "compare"):
         compare_with(args.baseline_ref, [4096, 16384], args.decisions)
     if args.only in (None, "training"):

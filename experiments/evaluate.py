@@ -14,15 +14,12 @@ JSON to stdout.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from drl_ac.checkpoint import CheckpointError, load_policy
-from drl_ac.evaluation import baselines
 from drl_ac.evaluation.baselines import tuned_rules
 from drl_ac.evaluation.metrics import evaluate, format_metrics
 from drl_ac.evaluation.tabular import train_tabular
@@ -49,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--num-envs", type=int, default=500, help="instances simulated in parallel")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--baselines", action="store_true", help="compare with tuned rules, tabular R-learning, accept-all")
-    p.add_argument("--tune-arrivals", type=int, default=60_000, help="arrivals per candidate when tuning rules")
+    p.add_argument("--tune-arrivals", type=int, default=100_000, help="arrivals per candidate when tuning rules")
     p.add_argument("--tabular-lam", type=float, default=None,
                    help="multiplier of the tabular baseline (default: the scenario's, else the learned one's)")
     p.add_argument("--tabular-decisions", type=int, default=None,
@@ -78,10 +75,9 @@ def compare_with_baselines(policy, learned: dict, spec, args) -> list[dict]:
     say = progress_printer(getattr(args, "quiet", False))
     rows = [{"policy": "learned", "rule": "Q-network", **learned}]
     run = {"arrivals": args.arrivals, "seed": args.seed, "num_envs": args.num_envs}
-    say(f"tuning threshold rules for {spec.name} (violation <= eps {spec.eps:g}, {args.tune_arrivals} arrivals "
-        "per candidate):")
-    with report_candidates(say):
-        tuned_all = tuned_rules(spec, arrivals=args.tune_arrivals)
+    say(f"tuning threshold rules for {spec.name} (violation <= eps {spec.eps:g}; {args.tune_arrivals} arrivals per "
+        "candidate, doubled while its 95% interval contains eps):")
+    tuned_all = tuned_rules(spec, arrivals=args.tune_arrivals, progress=lambda text: say("  " + text))
     for name, tuned in tuned_all.items():
         say(f"evaluating {name} ({tuned.rule.describe()}) on {args.arrivals} arrivals")
         rows.append({"policy": name, "rule": tuned.rule.describe(), **evaluate(tuned.rule, spec, **run)})
@@ -104,30 +100,6 @@ def progress_printer(quiet: bool):
         if not quiet:
             print(f"[{time.perf_counter() - t0:6.1f} s] {text}", file=sys.stderr, flush=True)
     return say
-
-
-@contextlib.contextmanager
-def report_candidates(say) -> Iterator[None]:
-    """One line per candidate rule the tuners evaluate (they call ``baselines.evaluate``)."""
-    inner = getattr(baselines, "evaluate", None)
-    if inner is None:  # the tuners no longer evaluate through this name: stage lines only
-        yield
-        return
-    count = 0
-
-    def evaluate_and_report(rule, spec, **kwargs):
-        nonlocal count
-        m = inner(rule, spec, **kwargs)
-        count += 1
-        name = rule.describe() if hasattr(rule, "describe") else type(rule).__name__
-        say(f"  candidate {count}: {name}: violation {m['violation']:.4f}, acceptance {m['acceptance']:.4f}")
-        return m
-
-    baselines.evaluate = evaluate_and_report
-    try:
-        yield
-    finally:
-        baselines.evaluate = inner
 
 
 def paper_lam(spec, policy) -> float:

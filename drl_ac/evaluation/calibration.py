@@ -12,11 +12,13 @@ target would put the long-run violation above it half of the time.
 
 from __future__ import annotations
 
+import math
 from statistics import NormalDist
 
 from drl_ac.checkpoint import LoadedPolicy
-from drl_ac.evaluation.metrics import evaluate
-from envs import NetworkSpec
+from drl_ac.evaluation.metrics import summarize
+from envs import Driver, NetworkSpec
+from envs.rollout import collect, warm_up
 
 
 def upper_bound(m: dict, confidence: float) -> float:
@@ -24,26 +26,41 @@ def upper_bound(m: dict, confidence: float) -> float:
     return m["violation"] + NormalDist().inv_cdf(confidence) * m["violation_se"]
 
 
-def calibrate_bias(section: dict, spec: NetworkSpec, target: float, arrivals: int = 300_000, seed: int = 555,
-                   iterations: int = 10, confidence: float = 0.95) -> tuple[float, dict]:
+def calibrate_bias(section: dict, spec: NetworkSpec, target: float, arrivals: int = 200_000, seed: int = 555,
+                   iterations: int = 5, confidence: float = 0.95, num_envs: int = 1000, settle: int = 50
+                   ) -> tuple[float, dict]:
     """Largest-acceptance bias whose violation is <= target with ``confidence``; returns
-    (bias, its evaluation, with ``violation_upper`` added)."""
+    (bias, its evaluation, with ``violation_upper`` added).
+
+    The instances are warmed up once, with the uncalibrated policy, until stationary; every
+    candidate then starts from that same state (``settle`` steps to adjust to its own bias
+    before its window) and sees the same arrivals and service times: common random numbers
+    at the cost of one warm-up, not one per candidate.
+    """
+    num_envs = max(1, min(num_envs, arrivals // 100))  # at least ~100 decisions per instance
+    start = LoadedPolicy(section)
+    driver = Driver(spec, num_envs, seed=seed, encoding=start.encoding)
+    warmup = warm_up(driver, start)
+    warmed = driver.engine.get_state()
+    steps = math.ceil(arrivals / num_envs)
 
     def run(bias: float) -> dict:
-        m = evaluate(LoadedPolicy({**section, "bias": bias}), spec, arrivals=arrivals, seed=seed)
+        driver.engine.set_state(warmed)
+        done, _ = collect(driver, LoadedPolicy({**section, "bias": bias}), steps, settle)
+        m = {**summarize(done, num_envs), "warmup_steps": warmup + settle}
         if m["acceptance"] == 0:  # nothing accepted: nothing violated
             m["violation"], m["violation_se"] = 0.0, 0.0
         m["violation_upper"] = upper_bound(m, confidence)
         return m
 
-    scale = max(1.0, float(section.get("lam", 1.0)))
-    lo, hi = -scale, scale  # want violation(lo) > target >= violation(hi)
+    step = 0.25 * max(1.0, float(section.get("lam", 1.0)))
+    lo, hi = -step, step  # want violation(lo) > target >= violation(hi)
     m_hi = run(hi)
-    while m_hi["violation_upper"] > target and hi < 1e3 * scale:
-        lo, hi = hi, 2 * hi if hi > 0 else 0.5 * scale
+    while m_hi["violation_upper"] > target and hi < 1e4 * step:
+        lo, hi = hi, 2 * hi
         m_hi = run(hi)
     m_lo = run(lo)
-    while m_lo["violation_upper"] <= target and lo > -1e3 * scale:
+    while m_lo["violation_upper"] <= target and lo > -1e4 * step:
         hi, m_hi, lo = lo, m_lo, 2 * lo
         m_lo = run(lo)
     for _ in range(iterations):
@@ -56,7 +73,7 @@ def calibrate_bias(section: dict, spec: NetworkSpec, target: float, arrivals: in
     return hi, m_hi
 
 
-def calibrated_section(trainer, target: float, arrivals: int = 300_000, confidence: float = 0.95) -> dict:
+def calibrated_section(trainer, target: float, arrivals: int = 200_000, confidence: float = 0.95) -> dict:
     """The trainer's policy section with its acceptance bias calibrated so that the
     violation is <= ``target`` (normally eps) with ``confidence``."""
     section = trainer.policy_section()

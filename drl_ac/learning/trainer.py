@@ -55,7 +55,7 @@ class TrainConfig:
     """
 
     scenario: str = "paper_tandem"
-    steps: int = 6_000_000  # decisions (arrivals) summed over all instances
+    steps: int = 4_000_000  # decisions (arrivals) summed over all instances
     num_envs: int = 2048
     lam: float | str = "auto"  # "auto", "scenario" (the scenario's; auto when it fixes none) or a number
     eps: float | None = None

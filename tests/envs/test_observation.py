@@ -48,3 +48,19 @@ def test_spec_with_classes_round_trips():
     spec = NetworkSpec.from_dict(CLASSES)
     again = NetworkSpec.from_dict(spec.to_dict())
     assert again == spec
+
+
+def test_pool_of_servers_is_seen_sorted_with_the_total():
+    spec = load_spec("redundancy_ps")
+    enc = ObservationEncoding.for_spec(spec)
+    assert enc.pool and enc.width == 11 and enc.scale(spec).tolist() == [1.0] * 10 + [10.0]
+    sim = Engine(spec, 8, seed=0)
+    for _ in range(100):
+        sim.step(np.full(8, 1, np.int64))
+    obs = enc.encode(sim)
+    present = sim.waiting() + sim.busy()
+    np.testing.assert_array_equal(obs[:, :10], -np.sort(-present, axis=1))
+    assert (np.diff(obs[:, :10], axis=1) <= 0).all()
+    np.testing.assert_array_equal(obs[:, 10], sim.jobs_in_system())
+    # a job has d copies: the servers hold more copies than there are jobs
+    assert (obs[:, :10].sum(1) >= obs[:, 10]).all()
