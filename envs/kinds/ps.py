@@ -6,7 +6,8 @@ every event: the station keeps one *attained-service clock* V, the service each 
 job has received since V = 0, advancing at the per-job rate. A job arriving with work x
 gets the finish tag V + x; jobs leave in tag order, and the next completion is at
 ``(min tag - V) / rate`` from now. An event changes only that station's clock, count and
-one tag. Slots: one per station.
+one tag; the smallest tag is cached, so only a departure scans the station's jobs for the
+next one. Slots: one per station.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ class PsKind:
         n = self.stations.size
         return {"ps_clock": np.zeros((rows, n)), "ps_last": np.zeros((rows, n)),
                 "ps_count": np.zeros((rows, n), np.int64), "ps_tag": np.full((rows, n, 8), np.inf),
-                "ps_job": np.full((rows, n, 8), -1, np.int64)}
+                "ps_job": np.full((rows, n, 8), -1, np.int64), "ps_first": np.full((rows, n), np.inf),
+                "ps_first_at": np.zeros((rows, n), np.int64)}
 
     def _rate(self, lp: np.ndarray, count: np.ndarray) -> np.ndarray:
         return np.minimum(1.0, self.servers[lp] / np.maximum(count, 1))
@@ -49,26 +51,32 @@ class PsKind:
         last[fp] = when
 
     def _reschedule(self, eng: Engine, st: State, rows, lp, fp, when) -> None:
-        tags = st.ps_tag.reshape(-1, st.ps_tag.shape[2])[fp]
-        first = tags.min(1)
         count = st.ps_count.reshape(-1)[fp]
-        gap = np.maximum(first - st.ps_clock.reshape(-1)[fp], 0.0) / self._rate(lp, count)
+        gap = np.maximum(st.ps_first.reshape(-1)[fp] - st.ps_clock.reshape(-1)[fp], 0.0) / self._rate(lp, count)
         st.next_event.reshape(-1)[rows * eng.E + self.offset + lp] = np.where(count > 0, when + gap, np.inf)
 
     def arrive(self, eng: Engine, st: State, inst, rows, jid, n, when) -> None:
+        """Jobs sit in positions [0, count) of their station's row: the newcomer at ``count``.
+        The smallest tag is kept (``ps_first``), so an arrival scans nothing."""
         lp = self.local[n]
         fp = rows * self.stations.size + lp
         self._advance(st, fp, lp, when)
-        if (st.ps_count.reshape(-1)[fp] >= st.ps_tag.shape[2]).any():
+        count = st.ps_count.reshape(-1)
+        pos = count[fp]
+        if (pos >= st.ps_tag.shape[2]).any():
             self._grow(st)
-        width = st.ps_tag.shape[2]
-        pos = (st.ps_job.reshape(-1, width)[fp] < 0).argmax(1)
+        flat = fp * st.ps_tag.shape[2] + pos
         K = eng.jobs.capacity
         at = (inst[rows] * K + jid % K) * eng.N + n
         work = eng.jobs.service.reshape(-1)[at]
-        st.ps_tag.reshape(-1)[fp * width + pos] = st.ps_clock.reshape(-1)[fp] + work
-        st.ps_job.reshape(-1)[fp * width + pos] = jid
-        st.ps_count.reshape(-1)[fp] += 1
+        tag = st.ps_clock.reshape(-1)[fp] + work
+        st.ps_tag.reshape(-1)[flat] = tag
+        st.ps_job.reshape(-1)[flat] = jid
+        count[fp] = pos + 1
+        first = st.ps_first.reshape(-1)
+        better = tag < first[fp]
+        first[fp[better]] = tag[better]
+        st.ps_first_at.reshape(-1)[fp[better]] = pos[better]
         self._reschedule(eng, st, rows, lp, fp, when)
         st.observer.started(st, rows, jid, at, when, np.zeros(rows.size), work, None)
 
@@ -76,11 +84,9 @@ class PsKind:
         lp = slot - self.offset
         fp = rows * self.stations.size + lp
         self._advance(st, fp, lp, when)
-        width = st.ps_tag.shape[2]
-        pos = st.ps_tag.reshape(-1, width)[fp].argmin(1)
-        flat = fp * width + pos
-        jid = st.ps_job.reshape(-1)[flat]
-        self._remove(eng, st, rows, lp, fp, flat, when)
+        pos = st.ps_first_at.reshape(-1)[fp]
+        jid = st.ps_job.reshape(-1)[fp * st.ps_tag.shape[2] + pos]
+        self._remove(eng, st, rows, lp, fp, pos, when)
         return None, jid, self.stations[lp]
 
     def cancel(self, eng: Engine, st: State, inst, rows, jid, n, when):
@@ -90,19 +96,29 @@ class PsKind:
         self._advance(st, fp, lp, when)
         width = st.ps_tag.shape[2]
         pos = (st.ps_job.reshape(-1, width)[fp] == jid[:, None]).argmax(1)
-        flat = fp * width + pos
         K = eng.jobs.capacity
         size = eng.jobs.service.reshape(-1)[(inst[rows] * K + jid % K) * eng.N + n]
-        work = st.ps_clock.reshape(-1)[fp] - (st.ps_tag.reshape(-1)[flat] - size)
-        self._remove(eng, st, rows, lp, fp, flat, when)
+        work = st.ps_clock.reshape(-1)[fp] - (st.ps_tag.reshape(-1)[fp * width + pos] - size)
+        self._remove(eng, st, rows, lp, fp, pos, when)
         return work, np.ones(rows.size, bool)
 
-    def _remove(self, eng: Engine, st: State, rows, lp, fp, flat, when) -> None:
-        st.ps_tag.reshape(-1)[flat] = np.inf
-        st.ps_job.reshape(-1)[flat] = -1
+    def _remove(self, eng: Engine, st: State, rows, lp, fp, pos, when) -> None:
+        """Take the job at ``pos`` out: the last one moves into its place (rows stay compact),
+        then the smallest tag is found again over the occupied positions only."""
+        width = st.ps_tag.shape[2]
+        tags, jobs = st.ps_tag.reshape(-1), st.ps_job.reshape(-1)
         count = st.ps_count.reshape(-1)
+        last = fp * width + count[fp] - 1
+        hole = fp * width + pos
+        tags[hole], jobs[hole] = tags[last], jobs[last]
+        tags[last], jobs[last] = np.inf, -1
         count[fp] -= 1
         st.ps_clock.reshape(-1)[fp[count[fp] == 0]] = 0.0  # an empty station restarts its clock: no drift
+        used = max(1, int(count[fp].max()))
+        window = st.ps_tag.reshape(-1, width)[fp, :used]
+        at = window.argmin(1)
+        st.ps_first_at.reshape(-1)[fp] = at
+        st.ps_first.reshape(-1)[fp] = window[np.arange(fp.size), at]
         self._reschedule(eng, st, rows, lp, fp, when)
 
     @staticmethod
@@ -124,3 +140,5 @@ class PsKind:
         st.ps_count[rows] = 0
         st.ps_tag[rows] = np.inf
         st.ps_job[rows] = -1
+        st.ps_first[rows] = np.inf
+        st.ps_first_at[rows] = 0
