@@ -20,21 +20,12 @@ import time
 from pathlib import Path
 
 from drl_ac.checkpoint import CheckpointError, load_policy
+from drl_ac.cli import HelpFormatter
 from drl_ac.evaluation.baselines import tuned_rules
 from drl_ac.evaluation.metrics import evaluate, format_metrics
 from drl_ac.evaluation.tabular import train_tabular
 from envs import NetworkSpec, SpecError, available_scenarios, load_spec
 from envs.rollout import accept_all
-
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """The description as written, and every option's default (unless its help says it)."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if action.default is None or "default" in text:
-            return text
-        return super()._get_help_string(action)
 
 
 def main(argv: list[str] | None = None) -> None:

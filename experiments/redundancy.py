@@ -69,7 +69,7 @@ def compare(load: float, args) -> list[dict]:
                 for d in red.choices}
     rate = load * lam_star[1]
     spec = scenario_at(rate)
-    run = {"arrivals": args.arrivals, "seed": args.seed + 10_000, "num_envs": args.num_envs}
+    run = {"arrivals": args.arrivals, "seed": args.seed + 10_000, "num_envs": args.num_envs, "warmup": args.warmup}
     rows = []
     for a, d in enumerate(red.choices):
         if rate >= lam_star[d]:
@@ -77,9 +77,9 @@ def compare(load: float, args) -> list[dict]:
                          "note": f"unstable: lambda {rate:g} >= lambda*(d={d}) {lam_star[d]:.3g}"})
         else:
             rows.append(row(f"d = {d}", evaluate(FixedD(a), spec, **run)))
-    tune = {"arrivals": args.tune_arrivals, "seed": args.seed + 777, "num_envs": args.num_envs}
+    tune = {"arrivals": args.tune_arrivals, "seed": args.seed + 777, "num_envs": args.num_envs, "warmup": args.warmup}
     top = len(red.choices) - 1
-    best = min((evaluate(LoadThreshold(k, top), spec, **tune)["mean_delay"], k) for k in range(1, args.max_k + 1))
+    best = min((evaluate(LoadThreshold(k, top), spec, **tune)["mean_delay"], k) for k in range(1, args.max_k + 1, args.k_step))
     rows.append(row(f"threshold (d = {red.choices[-1]} iff jobs < {best[1]})",
                     evaluate(LoadThreshold(best[1], top), spec, **run)))
     torch.manual_seed(args.seed)
@@ -100,7 +100,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--arrivals", type=int, default=200_000, help="evaluation arrivals per policy")
     p.add_argument("--tune-arrivals", type=int, default=40_000)
     p.add_argument("--max-k", type=int, default=40)
+    p.add_argument("--k-step", type=int, default=1, help="grid step of the threshold k")
     p.add_argument("--num-envs", type=int, default=500)
+    p.add_argument("--warmup", type=int, default=2000,
+                   help="warm-up steps per instance (fixed: near lambda*(d) a drift test would run for long)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("results/redundancy.json"))
     args = p.parse_args(argv)

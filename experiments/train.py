@@ -50,6 +50,7 @@ from drl_ac.checkpoint import (
     load_file,
     save_atomic,
 )
+from drl_ac.cli import HelpFormatter
 from drl_ac.evaluation.calibration import calibrated_section
 from drl_ac.evaluation.metrics import evaluate, format_metrics
 from drl_ac.learning.learner import LearnerConfig
@@ -88,16 +89,6 @@ class FileProblem(RuntimeError):
 
 class Interrupted(Exception):
     """Ctrl-C: the message says what was saved and how to go on (exit code 130)."""
-
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """The description as written, and every option's default (unless its help says it)."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if action.default is None or "default" in text:
-            return text
-        return super()._get_help_string(action)
 
 
 class Parser(argparse.ArgumentParser):

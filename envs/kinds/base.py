@@ -52,6 +52,19 @@ class State:
         return State({k: getattr(self, k)[rows] for k in self.names}, observer)
 
 
+class StationGroup:
+    """What every kind keeps of the stations it serves: their global indices, the map from
+    a global station index to its position among them (``local``), their servers, and the
+    first event column it owns."""
+
+    def __init__(self, stations, servers, offset: int, num_stations: int):
+        self.stations = np.asarray(stations, np.int64)
+        self.local = np.full(num_stations, -1, np.int64)
+        self.local[self.stations] = np.arange(self.stations.size)
+        self.servers = np.asarray(servers, np.int64)
+        self.offset = int(offset)
+
+
 class StationKind(Protocol):
     """One object per kind in a network, serving all stations of that kind (vectorised
     over the station index ``n``, global numbering)."""

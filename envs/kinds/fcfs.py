@@ -16,22 +16,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from envs.kinds.base import State
+from envs.kinds.base import State, StationGroup
 
 if TYPE_CHECKING:
     from envs.engine import Engine
 
 
-class FcfsKind:
+class FcfsKind(StationGroup):
     name = "fcfs"
 
     def __init__(self, stations: Sequence[int], servers: Sequence[int], offset: int, num_stations: int):
-        self.stations = np.asarray(stations, np.int64)
-        self.local = np.full(num_stations, -1, np.int64)
-        self.local[self.stations] = np.arange(self.stations.size)
-        self.servers = np.asarray(servers, np.int64)
+        super().__init__(stations, servers, offset, num_stations)
         self.slot_station = np.repeat(self.stations, self.servers)  # global station of each server
-        self.offset = int(offset)
         self.slots = int(self.servers.sum())
         self.first_server = np.concatenate([[0], np.cumsum(self.servers)[:-1]])
 

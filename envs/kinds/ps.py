@@ -17,21 +17,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from envs.kinds.base import State
+from envs.kinds.base import State, StationGroup
 
 if TYPE_CHECKING:
     from envs.engine import Engine
 
 
-class PsKind:
+class PsKind(StationGroup):
     name = "ps"
 
     def __init__(self, stations: Sequence[int], servers: Sequence[int], offset: int, num_stations: int):
-        self.stations = np.asarray(stations, np.int64)
-        self.local = np.full(num_stations, -1, np.int64)
-        self.local[self.stations] = np.arange(self.stations.size)
-        self.servers = np.asarray(servers, np.float64)
-        self.offset = int(offset)
+        super().__init__(stations, servers, offset, num_stations)
+        self.capacity = self.servers.astype(np.float64)  # servers' worth of rate
         self.slots = int(self.stations.size)
 
     def init_state(self, rows: int) -> dict[str, np.ndarray]:
@@ -42,7 +39,7 @@ class PsKind:
                 "ps_first_at": np.zeros((rows, n), np.int64)}
 
     def _rate(self, lp: np.ndarray, count: np.ndarray) -> np.ndarray:
-        return np.minimum(1.0, self.servers[lp] / np.maximum(count, 1))
+        return np.minimum(1.0, self.capacity[lp] / np.maximum(count, 1))
 
     def _advance(self, st: State, fp: np.ndarray, lp: np.ndarray, when: np.ndarray) -> None:
         clock, last, count = st.ps_clock.reshape(-1), st.ps_last.reshape(-1), st.ps_count.reshape(-1)
@@ -129,10 +126,10 @@ class PsKind:
 
     def waiting(self, st: State) -> np.ndarray:
         """Jobs beyond the first c share a server with others: the PS analogue of a queue."""
-        return np.maximum(st.ps_count - self.servers.astype(np.int64), 0)
+        return np.maximum(st.ps_count - self.servers, 0)
 
     def busy(self, st: State) -> np.ndarray:
-        return np.minimum(st.ps_count, self.servers.astype(np.int64))
+        return np.minimum(st.ps_count, self.servers)
 
     def clear(self, st: State, rows: np.ndarray) -> None:
         st.ps_clock[rows] = 0.0
