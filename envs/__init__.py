@@ -18,7 +18,7 @@ from envs.reward import REWARD_RULES, met_deadline, reward
 from envs.spec import NetworkSpec, StationSpec, available_scenarios, load_spec
 from envs.vector_env import AdmissionVectorEnv
 
-ENV_OPTIONS = ("horizon", "include_in_service", "capacity", "max_jobs", "exact_counterfactual")
+ENV_OPTIONS = ("horizon", "include_in_service", "capacity", "max_jobs", "max_bytes", "exact_counterfactual")
 
 
 def make_vector(scenario: str | Path | NetworkSpec, num_envs: int, seed: int | None = None,
@@ -26,7 +26,7 @@ def make_vector(scenario: str | Path | NetworkSpec, num_envs: int, seed: int | N
     """A vector environment of ``num_envs`` instances of a registered scenario or YAML file.
 
     ``overrides`` may replace spec fields (d_ub, eps, lam, delay) and set environment
-    options (horizon, include_in_service, capacity, max_jobs, exact_counterfactual).
+    options (horizon, include_in_service, capacity, max_jobs, max_bytes, exact_counterfactual).
     """
     env_kwargs = {k: overrides.pop(k) for k in list(overrides) if k in ENV_OPTIONS}
     lam = overrides.get("lam")

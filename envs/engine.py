@@ -31,7 +31,8 @@ from envs.spec import NetworkSpec
 
 
 class CapacityError(RuntimeError):
-    """An instance holds more jobs than ``max_jobs``; raised instead of dropping any."""
+    """The job table would outgrow its bound (``max_jobs`` per instance, or ``max_bytes`` for
+    the table and the per-job clocks of all instances); raised instead of dropping any job."""
 
 
 class RecordWaits:
@@ -51,13 +52,15 @@ class Engine:
     """
 
     def __init__(self, spec: NetworkSpec, num_envs: int, seed: int | None = None,
-                 capacity: int = 64, max_jobs: int = 1 << 16, exact_counterfactual: bool = False):
+                 capacity: int = 64, max_jobs: int = 1 << 16, max_bytes: int = 4 << 30,
+                 exact_counterfactual: bool = False):
         if num_envs < 1:
             raise ValueError(f"num_envs: must be >= 1, got {num_envs}. Fix: give a positive number of instances.")
         self.spec = spec
         self.B = int(num_envs)
         self.N = spec.num_stations
         self.max_jobs = int(max_jobs)
+        self.max_bytes = int(max_bytes)
         self._initial_capacity = int(capacity)
         self.kinds = []
         self.station_kind = np.zeros(self.N, np.int64)
@@ -316,7 +319,20 @@ class Engine:
                 jobs.service[:, slot, n] = st.service.sample(rng, B)
         self.routing.draw(rng, jobs, slot)
 
+    def job_bytes(self, capacity: int) -> int:
+        """Memory of the job table and the per-job clocks at ``capacity`` slots per instance."""
+        per_slot = sum(np.dtype(c.dtype).itemsize * int(np.prod(c.shape, dtype=np.int64)) for c in self.columns)
+        per_slot += 1 + 8 * len(self.job_arrays)  # live flag, clocks
+        return self.B * capacity * per_slot
+
     def _on_grow(self, pos: np.ndarray, new: int) -> None:
+        if self.job_bytes(new) > self.max_bytes:
+            live = self.jobs.live.sum(1)
+            raise CapacityError(
+                f"the job table would need {self.job_bytes(new) / 2**20:.0f} MiB for {self.B} instances (the "
+                f"fullest holds {int(live.max())} jobs), above max_bytes={self.max_bytes}. Fix: the system is "
+                "probably unstable under this policy (reject more, or check spec.stability_warning()); or use "
+                "fewer instances, or raise max_bytes.")
         if new > self.max_jobs:
             live = self.jobs.live
             worst = int(np.argmax(live.sum(1)))

@@ -115,3 +115,15 @@ def test_two_classes_with_their_own_deadlines(stats):
         count = np.bincount(done.env, weights=mine * 1.0, minlength=B)
         stats.assert_close(miss / count, np.exp(-0.2 * d), f"class {c} violation")
         np.testing.assert_array_equal(done.success[mine], done.delay[mine] < d)
+
+
+def test_memory_bound_in_bytes_raises_before_memory_runs_out():
+    from envs import CapacityError, Engine, NetworkSpec
+    from envs.distributions import Exponential
+    overloaded = NetworkSpec.tandem([1], [Exponential(2.0)], Exponential(1.0), d_ub=5, eps=0.1)
+    sim = Engine(overloaded, 64, seed=0, capacity=4, max_bytes=200_000)
+    assert sim.job_bytes(4) < 200_000 < sim.job_bytes(256)
+    with pytest.raises(CapacityError, match="max_bytes=200000"):
+        for _ in range(4000):
+            sim.step(np.ones(64, np.int64))
+    assert sim.job_bytes(sim.capacity) <= 200_000
