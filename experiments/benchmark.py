@@ -188,6 +188,7 @@ def main() -> None:
     parser.add_argument("--train-seconds", type=float, default=20.0)
     parser.add_argument("--baseline-ref", default="02d85eb", help="commit to compare the engine with")
     parser.add_argument("--only", choices=["simulator", "ps", "compare", "training"], default=None)
+    parser.add_argument("--repeats", type=int, default=3, help="runs per side in the comparison (best kept)")
     args = parser.parse_args()
     if args.only in (None, "simulator"):
         simulator_table(args.sizes, args.decisions)
@@ -196,7 +197,7 @@ def main() -> None:
         ps_tandem_table()
         redundancy_table()
     if args.only in (None, "compare"):
-        compare_with(args.baseline_ref, [4096, 16384], args.decisions)
+        compare_with(args.baseline_ref, [4096, 16384], args.decisions, args.repeats)
     if args.only in (None, "training"):
         training_table(args.train_sizes, args.train_seconds)
 

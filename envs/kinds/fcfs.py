@@ -71,11 +71,12 @@ class FcfsKind(StationGroup):
         return None, jid, n
 
     def _start(self, eng: Engine, st: State, inst, rows, srv, jid, n, when) -> None:
-        K, N = eng.jobs.capacity, eng.N
-        fk = rows * K + jid % K
+        K = eng.jobs.capacity
+        slot = jid % K
+        fk = rows * K + slot
         w = when - st.since.reshape(-1)[fk]
         st.wait_sum.reshape(-1)[fk] += w
-        at = (inst[rows] * K + jid % K) * N + n
+        at = (inst[rows] * K + slot) * eng.N + n
         service = eng.jobs.service.reshape(-1)[at]
         end = when + service
         st.next_event.reshape(-1)[rows * eng.E + self.offset + srv] = end
