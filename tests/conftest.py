@@ -1,4 +1,6 @@
+import importlib.util
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -43,3 +45,16 @@ def set_service():
         """Overwrite the service draws of the job arriving now (all instances)."""
         sim.jobs.service[:, sim.t % sim.capacity, :] = np.asarray(per_station, dtype=float)
     return set_current_service
+
+
+@pytest.fixture
+def experiment():
+    """``experiment("stability")``: a script of experiments/ loaded as a module."""
+    root = Path(__file__).resolve().parents[1] / "experiments"
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, root / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    return load

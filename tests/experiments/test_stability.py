@@ -2,32 +2,21 @@
 exponential copies (N mu, whatever d) and the drift test tells a stable load from an
 unstable one."""
 
-import importlib.util
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
 
-
-def load_stability():
-    spec = importlib.util.spec_from_file_location("stability", ROOT / "experiments" / "stability.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_bisection_finds_lambda_star_of_iid_exponential_copies():
-    stability = load_stability()
+def test_bisection_finds_lambda_star_of_iid_exponential_copies(experiment):
+    stability = experiment("stability")
     args = SimpleNamespace(iterations=5, horizon=200.0, instances=64, seed=0, max_doublings=1)
     size = {"dist": "exponential", "mean": 1.0}
     measured = stability.measure(4, 2, "iid", size, 4.0, args)
     assert measured == pytest.approx(4.0, rel=0.03)
 
 
-def test_drift_sign_separates_stable_and_unstable_loads():
-    stability = load_stability()
+def test_drift_sign_separates_stable_and_unstable_loads(experiment):
+    stability = experiment("stability")
     size = {"dist": "deterministic", "mean": 1.0}  # iid deterministic, d = 2: lambda* = N / 2 = 2
     low, se_low = stability.drift(stability.spec_for(4, 1.6, 2, "iid", size), 1.6, 3.0, 200.0, 64, 1)
     high, se_high = stability.drift(stability.spec_for(4, 2.4, 2, "iid", size), 2.4, 3.0, 200.0, 64, 2)

@@ -1,31 +1,20 @@
 """Tail index of the response time of redundancy-d with Lomax sizes (slow statistical test):
 nu for identical copies, d * nu for i.i.d. copies, by Hill's estimator."""
 
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
 
-
-def load_tails():
-    spec = importlib.util.spec_from_file_location("tails", ROOT / "experiments" / "tails.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_hill_estimator_on_an_exact_pareto_sample():
-    tails = load_tails()
+def test_hill_estimator_on_an_exact_pareto_sample(experiment):
+    tails = experiment("tails")
     x = np.random.default_rng(0).pareto(3.0, 200_000) + 1.0  # tail index 3 exactly
     assert tails.hill(x, 2000) == pytest.approx(3.0, rel=0.07)
 
 
 @pytest.mark.slow
-def test_identical_copies_keep_nu_and_iid_copies_multiply_it_by_d():
-    tails = load_tails()
+def test_identical_copies_keep_nu_and_iid_copies_multiply_it_by_d(experiment):
+    tails = experiment("tails")
     nu, d = 2.5, 2
     ident = tails.response_times("identical", nu, d, 4, 0.8, 600_000, 3)
     iid = tails.response_times("iid", nu, d, 4, 0.8, 600_000, 4)
