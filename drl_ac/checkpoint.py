@@ -13,10 +13,8 @@ NumPy arrays are stored as tensors and turned back on load.
 from __future__ import annotations
 
 import errno
-import os
 import pickle
 import platform
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from drl_ac.export import ONNX_FILE, PROGRAM_FILE, export_onnx, export_program
+from drl_ac.export import ONNX_FILE, PROGRAM_FILE, export_onnx, export_program, write_atomic
 from drl_ac.learning.qnet import GreedyPolicy, QNetwork
 from envs.observation import ObservationEncoding
 
@@ -68,22 +66,9 @@ def to_arrays(obj: Any) -> Any:
 
 
 def save_atomic(obj: dict, path: str | Path) -> Path:
-    """Write to a temporary file in the same folder, fsync, then rename over ``path``:
-    a crash mid-write never leaves a half-written checkpoint in place of a good one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    """``torch.save`` through ``write_atomic``: a crash mid-write never leaves a half-written
+    checkpoint in place of a good one."""
+    return write_atomic(Path(path), lambda tmp: torch.save(obj, tmp))
 
 
 def _load_failure(exc: BaseException) -> str:

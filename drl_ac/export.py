@@ -98,7 +98,7 @@ def exported_program(module: nn.Module, obs_dim: int) -> torch.export.ExportedPr
         return torch.export.export(module, (example,), dynamic_shapes=_batch_dims())
 
 
-def _write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
+def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
     """``write(tmp)`` to a temporary file next to ``path``, fsync, then rename it over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     # Same suffix as the target: torch.export.save warns about any other.
@@ -125,7 +125,7 @@ def export_program(module: nn.Module, obs_dim: int, path: str | Path) -> Path:
     """
     path = _check_suffix(path, ".pt2")
     program = exported_program(module, obs_dim)
-    return _write_atomic(path, lambda tmp: torch.export.save(program, tmp))
+    return write_atomic(path, lambda tmp: torch.export.save(program, tmp))
 
 
 class _DropTorchvisionNotice(logging.Filter):
@@ -168,4 +168,4 @@ def export_onnx(module: nn.Module, obs_dim: int, path: str | Path) -> Path:
         logger.removeFilter(notice)
     if onnx_program is None:  # pragma: no cover - only the legacy exporter returns None
         raise RuntimeError("torch.onnx.export returned no program. Fix: upgrade torch to >= 2.6.")
-    return _write_atomic(path, lambda tmp: onnx_program.save(tmp, external_data=False))
+    return write_atomic(path, lambda tmp: onnx_program.save(tmp, external_data=False))

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from envs.distributions import Distribution, make_distribution
-from envs.errors import SpecError, as_finite, check_keys
+from envs.errors import SpecError, as_finite, check_keys, number_list
 
 __all__ = [
     "ArrivalProcess",
@@ -53,21 +53,12 @@ def _positive(value: Any, field: str, what: str) -> float:
 
 
 def _check_table(table: Any, field: str) -> tuple[float, ...]:
-    fix = "give one non-negative, finite arrival rate per bin of the period"
-    if isinstance(table, (str, bytes, Mapping)) or not isinstance(table, (Sequence, np.ndarray)):
-        raise SpecError(field, f"expected a list of rates, got {table!r}", fix)
-    if len(table) == 0:
-        raise SpecError(field, "the table is empty", fix)
-    values = []
-    for i, v in enumerate(table):
-        x = _number(v, f"{field}[{i}]", fix)
-        if x < 0:
-            raise SpecError(f"{field}[{i}]", f"a rate cannot be negative, got {v!r}", fix)
-        values.append(x)
+    values = number_list(table, field, "rates", "give one non-negative, finite arrival rate per bin of the period",
+                         lambda x: "a rate must be finite and >= 0" if not (math.isfinite(x) and x >= 0) else None)
     if max(values) <= 0:
         raise SpecError(field, "every rate in the table is zero, so no job would ever arrive",
                         "give at least one positive rate")
-    return tuple(values)
+    return values
 
 
 def _check_amplitude(value: Any, field: str) -> float:
@@ -393,15 +384,22 @@ def _unknown_keys(cfg: Mapping[str, Any], allowed: Sequence[str], field: str) ->
     check_keys(cfg, allowed, field, key_in_field=False)
 
 
+def _section(value: Any, field: str, allowed: Sequence[str], required: str, example: str, fix: str
+             ) -> Mapping[str, Any]:
+    """A nested mapping of the profile form: a mapping, known keys only, ``required`` present."""
+    if not isinstance(value, Mapping):
+        raise SpecError(field, f"expected a mapping, got {value!r}", f"write {example}")
+    _unknown_keys(value, allowed, field)
+    if required not in value:
+        raise SpecError(field, f"missing '{required}'", fix)
+    return value
+
+
 def _make_profile(cfg: Mapping[str, Any], field: str) -> RateProfile:
     pfield = field + ".profile"
-    prof = cfg["profile"]
-    if not isinstance(prof, Mapping):
-        raise SpecError(pfield, f"expected a mapping, got {prof!r}",
-                        "write {period: 24, table: [...]} or {period: 24, sinusoid: {amplitude: 0.5}}")
-    _unknown_keys(prof, _PROFILE_KEYS, pfield)
-    if "period" not in prof:
-        raise SpecError(pfield, "missing 'period'", "give the length of one cycle, e.g. period: 24")
+    prof = _section(cfg["profile"], pfield, _PROFILE_KEYS, "period",
+                    "{period: 24, table: [...]} or {period: 24, sinusoid: {amplitude: 0.5}}",
+                    "give the length of one cycle, e.g. period: 24")
     period = _positive(prof["period"], pfield + ".period", "the period")
     has_table, has_sin = "table" in prof, "sinusoid" in prof
     if has_table == has_sin:
@@ -414,13 +412,8 @@ def _make_profile(cfg: Mapping[str, Any], field: str) -> RateProfile:
                             "drop 'rate': the table entries are the absolute rates per bin")
         return RateProfile.from_table(period, _check_table(prof["table"], pfield + ".table"))
     sfield = pfield + ".sinusoid"
-    sin = prof["sinusoid"]
-    if not isinstance(sin, Mapping):
-        raise SpecError(sfield, f"expected a mapping, got {sin!r}",
-                        "write sinusoid: {amplitude: 0.5, phase: 0.0}")
-    _unknown_keys(sin, _SINUSOID_KEYS, sfield)
-    if "amplitude" not in sin:
-        raise SpecError(sfield, "missing 'amplitude'", "give an amplitude between 0 and 1")
+    sin = _section(prof["sinusoid"], sfield, _SINUSOID_KEYS, "amplitude", "sinusoid: {amplitude: 0.5, phase: 0.0}",
+                   "give an amplitude between 0 and 1")
     amplitude = _check_amplitude(sin["amplitude"], sfield + ".amplitude")
     phase = _number(sin.get("phase", 0.0), sfield + ".phase", "give the phase in radians")
     if "rate" not in cfg:

@@ -10,14 +10,14 @@ from __future__ import annotations
 import math
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from envs.errors import SpecError, as_number, brief, check_keys, did_you_mean
+from envs.errors import SpecError, as_number, brief, check_keys, did_you_mean, number_list
 
 
 class Distribution:
@@ -226,22 +226,13 @@ def _read_samples(path: Any, field: str, base_dir: Path | None) -> tuple[float, 
 
 
 def _inline_samples(raw: Any, field: str) -> tuple[float, ...]:
-    fix = "list the observed times as positive, finite numbers, e.g. values: [1.2, 0.8, 3.1]"
-    if isinstance(raw, np.ndarray):
-        raw = raw.tolist()
-    if isinstance(raw, (str, bytes, bytearray, Mapping)) or not isinstance(raw, Sequence):
-        raise SpecError(field, f"expected a list of observed times, got {brief(raw)}", fix)
-    if len(raw) == 0:
-        raise SpecError(field, "the list is empty", fix)
-    values = []
-    for i, v in enumerate(raw):
-        x = as_number(v, f"{field}[{i}]", fix)
+    def problem(x: float) -> str | None:
         if not math.isfinite(x):
-            raise SpecError(f"{field}[{i}]", f"{brief(v)} is not finite (a job would never finish)", fix)
-        if x <= 0:
-            raise SpecError(f"{field}[{i}]", f"an observed time must be positive, got {brief(v)}", fix)
-        values.append(x)
-    return tuple(values)
+            return "not finite (a job would never finish)"
+        return "an observed time must be positive" if x <= 0 else None
+
+    return number_list(raw, field, "observed times",
+                       "list the observed times as positive, finite numbers, e.g. values: [1.2, 0.8, 3.1]", problem)
 
 
 FAMILIES = ("exponential", "deterministic", "gamma", "lognormal", "hyperexponential", "lomax", "empirical")

@@ -96,11 +96,6 @@ class Engine:
         """Current job-table size K per instance (grows on demand)."""
         return self.jobs.capacity
 
-    @property
-    def occupied(self) -> np.ndarray:
-        """(B, K) admitted jobs still in the network."""
-        return self.jobs.live
-
     def reset(self, seed: int | None = None) -> None:
         """Empty network; the clock advances to the first arrival."""
         if seed is not None or not hasattr(self, "rng"):
@@ -224,7 +219,7 @@ class Engine:
     def insert(self, st: State, inst: np.ndarray, rows: np.ndarray, action: np.ndarray | None) -> None:
         """Admit the job arriving now in ``rows`` of ``st`` (``action`` None: the drawn entry)."""
         slot = self.t % self.capacity
-        for name in self.job_arrays[1:]:
+        for name in self.job_arrays[1:]:  # totals start at zero; "since" is set on arrival
             getattr(st, name)[rows, slot] = 0.0
         places = self.routing.placements(self.jobs, inst[rows], slot, action)
         jid, when = np.full(rows.size, self.t), self.now[inst[rows]]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import math
 import reprlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -92,3 +92,23 @@ def as_finite(value: Any, field: str, fix: str = "give a finite number") -> floa
     if not math.isfinite(x):
         raise SpecError(field, f"must be finite, got {brief(value)}", fix)
     return x
+
+
+def number_list(raw: Any, field: str, what: str, fix: str,
+                problem: Callable[[float], str | None]) -> tuple[float, ...]:
+    """A non-empty list of numbers (``what``: e.g. "observed times"); ``problem(x)`` says
+    what is wrong with one entry, or None. Errors name the entry, e.g. ``values[3]``."""
+    if isinstance(raw, np.ndarray):
+        raw = raw.tolist()
+    if isinstance(raw, (str, bytes, bytearray, Mapping)) or not isinstance(raw, Sequence):
+        raise SpecError(field, f"expected a list of {what}, got {brief(raw)}", fix)
+    if len(raw) == 0:
+        raise SpecError(field, "the list is empty", fix)
+    values = []
+    for i, v in enumerate(raw):
+        x = as_number(v, f"{field}[{i}]", fix)
+        wrong = problem(x)
+        if wrong is not None:
+            raise SpecError(f"{field}[{i}]", f"{wrong}, got {brief(v)}", fix)
+        values.append(x)
+    return tuple(values)

@@ -42,6 +42,7 @@ class Follow:
         self.horizon = horizon
         self.departure = np.full(horizon.size, np.inf)
         self.wait_sum = np.zeros(horizon.size)
+        self.state = None  # the probe's copy of the rows, which this observer watches
 
     def started(self, st, rows, jid, at, when, wait, service, end) -> None:
         mine = jid == self.job
@@ -63,7 +64,7 @@ class Follow:
         if not mine.any():
             return None
         self.departure[rows[mine]] = when[mine]
-        self.wait_sum[rows[mine]] = self.clone.wait_sum[rows[mine], self.slot]
+        self.wait_sum[rows[mine]] = self.state.wait_sum[rows[mine], self.slot]
         return mine
 
 
@@ -87,8 +88,7 @@ class Probe:
         else:  # the job misses iff its waits exceed d_ub minus the work its delay counts
             horizon = start + d_ub - (total if eng.spec.delay == "sojourn" else last)
         follow = Follow(eng, t, horizon)
-        clone = eng.state.take(rows, follow)
-        follow.clone = clone
+        clone = follow.state = eng.state.take(rows, follow)
         local = np.arange(R)
         eng.insert(clone, rows, local, None)
         eng.run(clone, rows, follow.horizon, follow.on_exit)

@@ -33,12 +33,6 @@ def ratio_estimate(num: np.ndarray, den: np.ndarray) -> tuple[float, float]:
     return p, math.sqrt(k / max(k - 1, 1) * float((resid**2).sum())) / total
 
 
-def ratio_ci(num: np.ndarray, den: np.ndarray) -> tuple[float, float, float]:
-    """Ratio estimate with a two-sided 95% interval."""
-    p, se = ratio_estimate(num, den)
-    return p, p - Z95 * se, p + Z95 * se
-
-
 def summarize(done: Outcomes, num_envs: int) -> dict:
     """The paper's metrics from a window of outcomes (one row per decision), each with a
     95% interval over instances (``NAME_ci``); the violation also with its standard error."""
