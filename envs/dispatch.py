@@ -4,7 +4,8 @@ Kept apart from station kinds (a kind serves whatever reaches it). A rule declar
 job-table columns it draws at arrival, so a probe replays the same route. The protocol:
 
 * ``columns``: per-job draws (``envs.jobs.Column``);
-* ``draw(rng, jobs, slot)``: fill them for the job arriving now in every instance;
+* ``draw(rng, jobs, slot)``: fill them for the job arriving now in every instance (its
+  slot per instance);
 * ``placements(jobs, inst, slot, action)``: (R, m) stations that receive a copy of each
   admitted job under ``action`` (-1: none), m = 1 for routing;
 * ``after(jobs, at)``: next station of jobs leaving a station (N = exit); ``at`` is the
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.jobs import Column, StepRing
+from envs.jobs import Column, SlotTable
 from envs.spec import NetworkSpec
 
 
@@ -42,30 +43,30 @@ class ProbabilisticRouting:
         self.action_entry = np.asarray(spec.action_entries(), np.int64)  # -1: the drawn entry
         self.columns = (Column("entry", (), np.int64), Column("route", (self.N,), np.int64))
 
-    def draw(self, rng: np.random.Generator, jobs: StepRing, slot: int) -> None:
-        B, N = jobs.rows, self.N
-        jobs.entry[:, slot] = (self._entry_fixed if self._entry_fixed >= 0
-                               else np.searchsorted(self._entry_cum, rng.random(B), side="right"))
+    def draw(self, rng: np.random.Generator, jobs: SlotTable, slot: np.ndarray) -> None:
+        B, N, every = jobs.rows, self.N, np.arange(jobs.rows)
+        jobs.entry[every, slot] = (self._entry_fixed if self._entry_fixed >= 0
+                                   else np.searchsorted(self._entry_cum, rng.random(B), side="right"))
         for n in range(N):
             fixed = self._route_fixed[n]
-            jobs.route[:, slot, n] = (fixed if fixed >= 0 else
+            jobs.route[every, slot, n] = (fixed if fixed >= 0 else
                                       np.minimum(np.searchsorted(self._route_cum[n], rng.random(B), side="right"), N))
 
-    def entry(self, jobs: StepRing, inst: np.ndarray, slot: int, action: np.ndarray | None) -> np.ndarray:
+    def entry(self, jobs: SlotTable, inst: np.ndarray, slot: np.ndarray, action: np.ndarray | None) -> np.ndarray:
         drawn = jobs.entry[inst, slot]
         if action is None:
             return drawn
         chosen = self.action_entry[action]
         return np.where(chosen >= 0, chosen, drawn)
 
-    def placements(self, jobs: StepRing, inst: np.ndarray, slot: int, action: np.ndarray | None) -> np.ndarray:
+    def placements(self, jobs: SlotTable, inst: np.ndarray, slot: np.ndarray, action: np.ndarray | None) -> np.ndarray:
         """(R, 1) station each admitted job enters (one copy)."""
         return self.entry(jobs, inst, slot, action)[:, None]
 
-    def after(self, jobs: StepRing, at: np.ndarray) -> np.ndarray:
+    def after(self, jobs: SlotTable, at: np.ndarray) -> np.ndarray:
         return jobs.route.reshape(-1)[at]
 
-    def path_service(self, jobs: StepRing, inst: np.ndarray, slot: int, start: np.ndarray
+    def path_service(self, jobs: SlotTable, inst: np.ndarray, slot: np.ndarray, start: np.ndarray
                      ) -> tuple[np.ndarray, np.ndarray]:
         """A job's total work along its drawn route from ``start``, and its last station's."""
         total = np.zeros(inst.size)
@@ -103,34 +104,34 @@ class CopyToD:
         self.choices = np.asarray(self.red.choices, np.int64)  # d of each action
         self.columns = (Column("order", (self.N,), np.int64),)
 
-    def draw(self, rng: np.random.Generator, jobs: StepRing, slot: int) -> None:
-        B, N, red = jobs.rows, self.N, self.red
-        jobs.order[:, slot] = rng.random((B, N)).argsort(1)
+    def draw(self, rng: np.random.Generator, jobs: SlotTable, slot: np.ndarray) -> None:
+        B, N, red, every = jobs.rows, self.N, self.red, np.arange(jobs.rows)
+        jobs.order[every, slot] = rng.random((B, N)).argsort(1)
         if red.copies == "identical":
-            jobs.service[:, slot] = red.size.sample(rng, B)[:, None]
+            jobs.service[every, slot] = red.size.sample(rng, B)[:, None]
         elif red.copies == "iid":
-            jobs.service[:, slot] = red.size.sample(rng, (B, N))
+            jobs.service[every, slot] = red.size.sample(rng, (B, N))
         else:
-            jobs.service[:, slot] = red.scale.sample(rng, B)[:, None] * red.factor.sample(rng, (B, N))
+            jobs.service[every, slot] = red.scale.sample(rng, B)[:, None] * red.factor.sample(rng, (B, N))
 
-    def copies(self, jobs: StepRing, inst: np.ndarray, slot: int, action: np.ndarray) -> np.ndarray:
+    def copies(self, jobs: SlotTable, inst: np.ndarray, slot: np.ndarray, action: np.ndarray) -> np.ndarray:
         """(R, max d) servers holding a copy, -1 past each job's d."""
         d = self.choices[action]
         order = jobs.order[inst, slot][:, : int(self.choices.max())]
         return np.where(np.arange(order.shape[1]) < d[:, None], order, -1)
 
-    def placements(self, jobs: StepRing, inst: np.ndarray, slot: int, action: np.ndarray | None) -> np.ndarray:
+    def placements(self, jobs: SlotTable, inst: np.ndarray, slot: np.ndarray, action: np.ndarray | None) -> np.ndarray:
         if action is None:
             raise ValueError("redundancy: a job needs its replication degree (an action) to be placed")
         return self.copies(jobs, inst, slot, action)
 
-    def after(self, jobs: StepRing, at: np.ndarray) -> np.ndarray:
+    def after(self, jobs: SlotTable, at: np.ndarray) -> np.ndarray:
         return np.full(at.shape, self.N)  # a finished copy is the job's departure
 
     def cancel_siblings(self, eng, st, inst, rows, jid, n, when) -> None:
         """Remove the other copies of the jobs that just finished at stations ``n``."""
         jobs = eng.jobs
-        fk = inst[rows] * jobs.capacity + jid % jobs.capacity
+        fk = inst[rows] * jobs.capacity + jid
         order = jobs.order.reshape(-1, self.N)[fk]
         d = self.choices[jobs.action.reshape(-1)[fk]]
         for j in range(int(self.choices.max())):

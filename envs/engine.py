@@ -12,8 +12,10 @@ loop over instances or jobs.
 * Every job's randomness (class, service at every station, route) is drawn when it
   arrives at the network, before the decision, into the job table (``envs.jobs``): a probe
   (``envs.probe``) therefore replays exactly what the real network would have drawn.
-* Jobs live in the table at slot ``decision step % K``; K doubles when needed. Memory is
-  bounded by the jobs present, never by the run length, and no job is ever dropped.
+* Jobs live in the table (``envs.jobs.SlotTable``) at a slot of their instance taken from
+  a free list: the slot is the job's id (``jid``) for life, its decision step a column.
+  K doubles when an instance has no free slot. Memory is bounded by the jobs present,
+  never by the run length or by how long a job stays, and no job is ever dropped.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 
 from envs.arrivals import ClassArrivals
 from envs.dispatch import CopyToD, ProbabilisticRouting
-from envs.jobs import Column, StepRing, remap
+from envs.jobs import Column, SlotTable, extend
 from envs.kinds import KINDS
 from envs.kinds.base import State
 from envs.outcomes import Outcomes
@@ -83,7 +85,8 @@ class Engine:
         self.job_arrays = ("since", "wait_sum") + (("cancelled_work", "cancelled_started") if self.routing.cancels
                                                    else ())
         self.d_ub = spec.class_deadlines()  # per job class
-        self.columns = (Column("arrival_time"), Column("job_class", (), np.int64), Column("action", (), np.int64),
+        self.columns = (Column("step", (), np.int64), Column("arrival_time"), Column("job_class", (), np.int64),
+                        Column("action", (), np.int64),
                         Column("service", (self.N,)), Column("wait", (self.N,), np.float64, np.nan),
                         *self.routing.columns)
         self.probe = Probe(self, exact=exact_counterfactual)
@@ -101,7 +104,7 @@ class Engine:
         if seed is not None or not hasattr(self, "rng"):
             self.rng = np.random.default_rng(seed)
         B, K = self.B, self._initial_capacity
-        self.jobs = StepRing(B, self.columns, K, on_grow=self._on_grow)
+        self.jobs = SlotTable(B, self.columns, K, on_grow=self._on_grow)
         arrays = {"next_event": np.full((B, self.E), np.inf)}
         arrays.update({name: np.zeros((B, K)) for name in self.job_arrays})
         for kind in self.kinds:
@@ -121,12 +124,12 @@ class Engine:
         st.next_event[rows] = np.inf
         for kind in self.kinds:
             kind.clear(st, rows)
-        self.jobs.live[rows] = False
+        slot = self.slot[rows]
+        self.jobs.clear(rows, keep=slot)  # the job arriving now keeps its slot and its draws
         fresh = ClassArrivals(self.arrivals.processes)
         fresh.reset(self.rng, rows.size)
         self.now[rows], self.arriving[rows] = fresh.pop(self.rng)
         self.arrivals.next_time[rows] = fresh.next_time
-        slot = self.t % self.capacity
         self.jobs.arrival_time[rows, slot] = self.now[rows]
         self.jobs.job_class[rows, slot] = self.arriving[rows]
 
@@ -146,6 +149,7 @@ class Engine:
         self.arriving = np.array(state["arriving"])
         self.arrivals.set_state(state["arrivals"])
         self.jobs.set_state(state["jobs"])
+        self.slot = self.jobs.next_free()  # saved after the arrival's slot was chosen: no growth here
         self.state = State({k: np.array(v) for k, v in state["dynamics"].items()}, RecordWaits(self))
 
     def waiting(self) -> np.ndarray:
@@ -190,8 +194,7 @@ class Engine:
         else:
             admitted = self._all
         if admitted.size:
-            slot = self.t % self.capacity
-            self.jobs.live[admitted, slot] = True
+            slot = self.jobs.take(admitted)
             self.jobs.action[admitted, slot] = action[admitted]
             self.insert(self.state, self._all, admitted, action[admitted])
         next_arrival, self.arriving = self.arrivals.pop(self.rng)
@@ -218,11 +221,11 @@ class Engine:
     # ------------------------------------------------------------------ the loop
     def insert(self, st: State, inst: np.ndarray, rows: np.ndarray, action: np.ndarray | None) -> None:
         """Admit the job arriving now in ``rows`` of ``st`` (``action`` None: the drawn entry)."""
-        slot = self.t % self.capacity
+        jid = self.slot[inst[rows]]
         for name in self.job_arrays[1:]:  # totals start at zero; "since" is set on arrival
-            getattr(st, name)[rows, slot] = 0.0
-        places = self.routing.placements(self.jobs, inst[rows], slot, action)
-        jid, when = np.full(rows.size, self.t), self.now[inst[rows]]
+            getattr(st, name)[rows, jid] = 0.0
+        places = self.routing.placements(self.jobs, inst[rows], jid, action)
+        when = self.now[inst[rows]]
         if places.shape[1] == 1:
             self.arrive(st, inst, rows, jid, places[:, 0], when)
             return
@@ -239,7 +242,7 @@ class Engine:
             m = np.flatnonzero(kind_of == i)
             if m.size:
                 work, started = kind.cancel(self, st, inst, rows[m], jid[m], n[m], when[m])
-                fk = rows[m] * K + jid[m] % K
+                fk = rows[m] * K + jid[m]
                 st.cancelled_work.reshape(-1)[fk] += work
                 st.cancelled_started.reshape(-1)[fk] += started
 
@@ -288,7 +291,7 @@ class Engine:
             idx, jid, n = (np.concatenate(col) for col in zip(*found, strict=True))
         r, w = (rows, when) if idx is None else (rows[idx], when[idx])
         K = self.jobs.capacity
-        nxt = self.routing.after(self.jobs, (inst[r] * K + jid % K) * self.N + n)
+        nxt = self.routing.after(self.jobs, (inst[r] * K + jid) * self.N + n)
         moving = nxt < self.N
         arrive = self.arrive if self.single_kind is None else self._single_arrive
         if moving.all():
@@ -309,23 +312,24 @@ class Engine:
     # ------------------------------------------------------------------ jobs
     def _new_arrival(self) -> None:
         """Make room for and draw the attributes of the job arriving now in every instance."""
-        jobs, rng, B = self.jobs, self.rng, self.B
-        slot = jobs.claim(self.t)
-        jobs.arrival_time[:, slot] = self.now
-        jobs.job_class[:, slot] = self.arriving
-        jobs.wait[:, slot] = np.nan
+        jobs, rng, B, every = self.jobs, self.rng, self.B, self._all
+        self.slot = slot = jobs.next_free()
+        jobs.step[every, slot] = self.t
+        jobs.arrival_time[every, slot] = self.now
+        jobs.job_class[every, slot] = self.arriving
+        jobs.wait[every, slot] = np.nan
         if not self.routing.draws_service:
             for n, st in enumerate(self.spec.stations):
-                jobs.service[:, slot, n] = st.service.sample(rng, B)
+                jobs.service[every, slot, n] = st.service.sample(rng, B)
         self.routing.draw(rng, jobs, slot)
 
     def job_bytes(self, capacity: int) -> int:
         """Memory of the job table and the per-job clocks at ``capacity`` slots per instance."""
         per_slot = sum(np.dtype(c.dtype).itemsize * int(np.prod(c.shape, dtype=np.int64)) for c in self.columns)
-        per_slot += 1 + 8 * len(self.job_arrays)  # live flag, clocks
+        per_slot += 1 + 8 + 8 * len(self.job_arrays)  # live flag, free list, clocks
         return self.B * capacity * per_slot
 
-    def _on_grow(self, pos: np.ndarray, new: int) -> None:
+    def _on_grow(self, new: int) -> None:
         if self.job_bytes(new) > self.max_bytes:
             live = self.jobs.live.sum(1)
             raise CapacityError(
@@ -341,7 +345,7 @@ class Engine:
                 f"max_jobs={self.max_jobs}. Fix: the network is probably unstable under this policy (reject "
                 "more, or check the spec's loads with spec.utilization()); or raise max_jobs.")
         for name in self.job_arrays:
-            setattr(self.state, name, remap(getattr(self.state, name), pos, new, 0.0))
+            setattr(self.state, name, extend(getattr(self.state, name), new, 0.0))
 
     def job_delay(self, wait_sum: np.ndarray, sojourn: np.ndarray, last_service: np.ndarray) -> np.ndarray:
         """The spec's delay measure: the sojourn time, or the paper's waits plus last service."""
@@ -360,21 +364,22 @@ class Engine:
         rows, jid, n, when = (np.concatenate(col) for col in zip(*exits, strict=True))
         jobs, N = self.jobs, self.N
         K = jobs.capacity
-        fk = rows * K + jid % K
+        fk = rows * K + jid
         arrived = jobs.arrival_time.reshape(-1)[fk]
         sojourn = when - arrived
         service = jobs.service.reshape(-1, N)[fk]
         delay = self.job_delay(self.state.wait_sum.reshape(-1)[fk], sojourn, service[np.arange(rows.size), n])
         wait = jobs.wait.reshape(-1, N)[fk]
         cls = jobs.job_class.reshape(-1)[fk]
-        jobs.live.reshape(-1)[fk] = False
+        step = jobs.step.reshape(-1)[fk]
+        jobs.release(rows, jid)
         served = np.where(np.isnan(wait), np.nan, service)
         if self.routing.cancels:  # the copy that finished, and what the cancelled ones used
             work = service[np.arange(rows.size), n] + self.state.cancelled_work.reshape(-1)[fk]
             copies = 1 + self.state.cancelled_started.reshape(-1)[fk].astype(np.int64)
         else:
             work, copies = np.nansum(served, 1), np.ones(rows.size, np.int64)
-        return Outcomes(rows, jid, jobs.action.reshape(-1)[fk], np.ones(rows.size, bool), delay < self.d_ub[cls],
+        return Outcomes(rows, step, jobs.action.reshape(-1)[fk], np.ones(rows.size, bool), delay < self.d_ub[cls],
                         delay, sojourn, arrived, when, cls, work, copies, wait, served)
 
 

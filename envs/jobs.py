@@ -1,12 +1,12 @@
-"""A table of per-step records for B instances: the job table of the engine and the
-decision ring of the learner's delayed-completion store are both this one structure.
+"""Per-instance record tables for B instances, with declared columns.
 
-Records are keyed by a global step counter (the decision step: every instance takes one
-decision per step), stored in slot ``step % K``. A slot is *live* while its record is
-still needed (a job in the network, a decision awaiting its outcome). When the step that
-comes round to a live slot is claimed, K doubles and every record moves to
-``step % 2K``; ids keep their order, memory is bounded by the oldest live record, never
-by the run length, and nothing is ever dropped.
+* ``SlotTable``: records in slots taken from a free list per instance; a record keeps its
+  slot for life and K doubles (appending slots) when an instance has none free. Memory is
+  bounded by the most records an instance holds at once, never by how long one of them
+  lives. The engine's job table (job id = slot) and the learner's pending decisions use it.
+* ``StepRing``: records keyed by a global step counter, in slot ``step % K``; K doubles
+  when the step coming round meets a live record. Memory is bounded by the age of the
+  oldest live record: for small records indexed by decision step (the store's index).
 
 Columns are declared, not hard-wired: a station kind or a dispatch rule that needs a new
 per-job attribute (a class, a copy size, a type signal) adds one ``Column``.
@@ -30,30 +30,113 @@ class Column:
     fill: float | int | bool = 0
 
 
-class StepRing:
-    """Columns of shape (rows, K, *shape) indexed by (row, step % K), doubling on demand.
+class _Records:
+    """Declared columns of shape (rows, K, *shape) plus a ``live`` flag per record."""
 
-    ``on_grow(pos, new_capacity)`` runs before each growth: it may refuse it (raise) to
-    bound memory, or move arrays kept elsewhere that are indexed by slot (``remap``).
-    """
+    state_names: tuple[str, ...] = ()  # bookkeeping arrays besides live and the columns
 
-    def __init__(self, rows: int, columns: Iterable[Column], capacity: int = 64,
-                 on_grow: Callable[[np.ndarray, int], None] | None = None):
+    def __init__(self, rows: int, columns: Iterable[Column], capacity: int):
         self.rows = int(rows)
         self.columns = tuple(columns)
-        self.on_grow = on_grow
-        k = int(capacity)
-        self.slot_step = np.arange(k, dtype=np.int64) - k  # ids in the past, congruent to their slot
-        self.live = np.zeros((self.rows, k), bool)
-        for col in self.columns:
-            setattr(self, col.name, np.full((self.rows, k) + col.shape, col.fill, dtype=col.dtype))
+        self.live = np.zeros((self.rows, int(capacity)), bool)
+        for c in self.columns:
+            setattr(self, c.name, np.full((self.rows, int(capacity)) + c.shape, c.fill, dtype=c.dtype))
 
     @property
     def capacity(self) -> int:
-        return self.slot_step.size
+        return self.live.shape[1]
 
     def names(self) -> list[str]:
-        return ["slot_step", "live", *(c.name for c in self.columns)]
+        return [*self.state_names, "live", *(c.name for c in self.columns)]
+
+    def get_state(self) -> dict[str, np.ndarray]:
+        return {name: getattr(self, name).copy() for name in self.names()}
+
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        for name in self.names():
+            setattr(self, name, np.array(state[name]))
+
+    def _resize(self, resize: Callable[[np.ndarray, object], np.ndarray]) -> None:
+        """Apply ``resize(array, fill)`` to live and every column."""
+        self.live = resize(self.live, False)
+        for c in self.columns:
+            setattr(self, c.name, resize(getattr(self, c.name), c.fill))
+
+
+class SlotTable(_Records):
+    """Records whose instance takes and releases its own slots, from a free list per row.
+
+    ``next_free()`` names the slot the next record of every instance will get (growing if
+    some instance has none left); ``take`` claims it, ``release`` frees records. Slots never
+    move, so arrays kept elsewhere per slot only need extending: ``on_grow(new_capacity)``
+    runs before each growth, may refuse it (raise) to bound memory, and extends them.
+    """
+
+    state_names = ("free", "free_count")
+
+    def __init__(self, rows: int, columns: Iterable[Column], capacity: int = 64,
+                 on_grow: Callable[[int], None] | None = None):
+        super().__init__(rows, columns, capacity)
+        self.on_grow = on_grow
+        k = self.capacity
+        self.free = np.tile(np.arange(k - 1, -1, -1, dtype=np.int64), (self.rows, 1))  # a stack per row
+        self.free_count = np.full(self.rows, k, np.int64)
+        self._all = np.arange(self.rows)
+
+    def next_free(self) -> np.ndarray:
+        """(rows,) the slot each instance's next record takes (not yet taken)."""
+        if not self.free_count.all():
+            self.grow()
+        return self.free[self._all, self.free_count - 1]
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        """Claim ``next_free()`` in ``rows`` (distinct); returns those slots."""
+        slots = self.free[rows, self.free_count[rows] - 1]
+        self.free_count[rows] -= 1
+        self.live[rows, slots] = True
+        return slots
+
+    def release(self, rows: np.ndarray, slots: np.ndarray) -> None:
+        """Free the records (rows[i], slots[i]); a row may appear several times."""
+        self.live[rows, slots] = False
+        order = np.argsort(rows, kind="stable")
+        r = rows[order]
+        start = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
+        rank = np.arange(r.size) - np.repeat(start, np.diff(np.r_[start, r.size]))
+        self.free[r, self.free_count[r] + rank] = slots[order]
+        np.add.at(self.free_count, r, 1)
+
+    def clear(self, rows: np.ndarray, keep: np.ndarray) -> None:
+        """Free every record of ``rows``; slot ``keep[i]`` becomes row i's next free one."""
+        k = self.capacity
+        self.live[rows] = False
+        self.free[rows] = np.arange(k - 1, -1, -1)
+        self.free[rows, k - 1 - keep] = 0  # swap slot keep (at depth k-1-keep) with slot 0 on top
+        self.free[rows, k - 1] = keep
+        self.free_count[rows] = k
+
+    def grow(self) -> None:
+        k, new = self.capacity, 2 * self.capacity
+        if self.on_grow is not None:
+            self.on_grow(new)
+        free = np.empty((self.rows, new), np.int64)
+        free[:, :k] = np.arange(new - 1, k - 1, -1)  # new slots under the old free ones
+        free[:, k:] = self.free
+        self.free = free
+        self.free_count += k
+        self._resize(lambda a, fill: extend(a, new, fill))
+
+
+class StepRing(_Records):
+    """Records keyed by a global step, in slot ``step % K``; K doubles when the step coming
+    round meets a live record of an earlier step (records move to ``step % 2K``)."""
+
+    state_names = ("slot_step",)
+
+    def __init__(self, rows: int, columns: Iterable[Column], capacity: int = 64):
+        super().__init__(rows, columns, capacity)
+        k = self.capacity
+        self.slot_step = np.arange(k, dtype=np.int64) - k  # steps in the past, congruent to their slot
 
     def claim(self, step: int) -> int:
         """The slot of ``step``, growing until no live record of another step sits there."""
@@ -66,25 +149,21 @@ class StepRing:
     def grow(self) -> None:
         new = 2 * self.capacity
         pos = self.slot_step % new  # distinct: old slots are distinct mod old, hence mod new
-        if self.on_grow is not None:
-            self.on_grow(pos, new)
         steps = np.arange(new, dtype=np.int64) - 2 * new
         steps[pos] = self.slot_step
         self.slot_step = steps
-        for name in ["live", *(c.name for c in self.columns)]:
-            fill = False if name == "live" else next(c.fill for c in self.columns if c.name == name)
-            setattr(self, name, remap(getattr(self, name), pos, new, fill))
-
-    def get_state(self) -> dict[str, np.ndarray]:
-        return {name: getattr(self, name).copy() for name in self.names()}
-
-    def set_state(self, state: dict[str, np.ndarray]) -> None:
-        for name in self.names():
-            setattr(self, name, np.array(state[name]))
+        self._resize(lambda a, fill: remap(a, pos, new, fill))
 
 
 def remap(a: np.ndarray, pos: np.ndarray, new: int, fill) -> np.ndarray:
     """``a`` (rows, K, ...) with slot k moved to ``pos[k]`` of a (rows, new, ...) array."""
     out = np.full((a.shape[0], new) + a.shape[2:], fill, dtype=a.dtype)
     out[:, pos] = a
+    return out
+
+
+def extend(a: np.ndarray, new: int, fill) -> np.ndarray:
+    """``a`` (rows, K, ...) with slots K..new-1 appended, filled with ``fill``."""
+    out = np.full((a.shape[0], new) + a.shape[2:], fill, dtype=a.dtype)
+    out[:, : a.shape[1]] = a
     return out

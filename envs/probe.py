@@ -35,17 +35,16 @@ if TYPE_CHECKING:
 class Follow:
     """Observer of a probe: tracks the one job it inserted in every row."""
 
-    def __init__(self, eng: Engine, job: int, horizon: np.ndarray):
+    def __init__(self, eng: Engine, job: np.ndarray, horizon: np.ndarray):
         self.eng = eng
-        self.job = job
-        self.slot = job % eng.capacity
+        self.job = job  # (R,) its id in each row of the probe
         self.horizon = horizon
         self.departure = np.full(horizon.size, np.inf)
         self.wait_sum = np.zeros(horizon.size)
         self.state = None  # the probe's copy of the rows, which this observer watches
 
     def started(self, st, rows, jid, at, when, wait, service, end) -> None:
-        mine = jid == self.job
+        mine = jid == self.job[rows]
         if not mine.any():
             return
         r = rows[mine]
@@ -56,15 +55,16 @@ class Follow:
         if final.any():
             rf = r[final]
             self.departure[rf] = end[mine][final]
-            self.wait_sum[rf] = st.wait_sum[rf, self.slot]
+            self.wait_sum[rf] = st.wait_sum[rf, self.job[rf]]
             self.horizon[rf] = -np.inf
 
     def on_exit(self, rows, jid, n, when) -> np.ndarray | None:
-        mine = jid == self.job
+        mine = jid == self.job[rows]
         if not mine.any():
             return None
-        self.departure[rows[mine]] = when[mine]
-        self.wait_sum[rows[mine]] = self.state.wait_sum[rows[mine], self.slot]
+        r = rows[mine]
+        self.departure[r] = when[mine]
+        self.wait_sum[r] = self.state.wait_sum[r, self.job[r]]
         return mine
 
 
@@ -76,7 +76,7 @@ class Probe:
     def run(self, rows: np.ndarray) -> Outcomes:
         eng = self.eng
         R, t = rows.size, eng.t
-        slot = t % eng.capacity
+        slot = eng.slot[rows]
         jobs = eng.jobs
         start = eng.now[rows]
         entry = eng.routing.entry(jobs, rows, slot, None)
@@ -87,7 +87,7 @@ class Probe:
             horizon = np.full(R, np.inf)
         else:  # the job misses iff its waits exceed d_ub minus the work its delay counts
             horizon = start + d_ub - (total if eng.spec.delay == "sojourn" else last)
-        follow = Follow(eng, t, horizon)
+        follow = Follow(eng, slot, horizon)
         clone = follow.state = eng.state.take(rows, follow)
         local = np.arange(R)
         eng.insert(clone, rows, local, None)

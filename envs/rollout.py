@@ -37,7 +37,7 @@ def collect(driver: Driver, policy: Policy, steps: int, warmup: int = 0, record_
     parts: list[Outcomes] = []
     seen = [] if record_obs else None
     obs = driver.observe()
-    while eng.t < end or (eng.jobs.live & (eng.jobs.slot_step < end)).any():
+    while eng.t < end or (eng.jobs.live & (eng.jobs.step < end)).any():
         if seen is not None and first <= eng.t < end:
             seen.append(obs)
         obs, done = driver.step(np.asarray(policy(obs), np.int64))

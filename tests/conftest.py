@@ -43,7 +43,7 @@ def overtaking_spec():
 def set_service():
     def set_current_service(sim, *per_station):
         """Overwrite the service draws of the job arriving now (all instances)."""
-        sim.jobs.service[:, sim.t % sim.capacity, :] = np.asarray(per_station, dtype=float)
+        sim.jobs.service[np.arange(sim.B), sim.slot, :] = np.asarray(per_station, dtype=float)
     return set_current_service
 
 

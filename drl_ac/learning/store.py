@@ -6,19 +6,18 @@ admitted job leaves, or at once for a rejected job (its probe). ``complete`` the
 the finished experiences, each with its *own* decision's state, action and next state:
 rows are looked up by (instance, decision step), never by "current" state.
 
-Storage is one ``envs.jobs.StepRing`` keyed by the step: observations and decisions. An
-observation serves as s of one decision and s' of the previous one, so it is stored once.
-A slot is live while its decision is pending; memory is bounded by the age of the oldest
-job in the system, never by run length.
+Storage: pending decisions (s, a, s', greedy) in an ``envs.jobs.SlotTable`` (memory
+bounded by the decisions pending at once), found by their step through a ``StepRing`` of
+slot numbers (8 bytes per step of the oldest pending decision's age, per instance).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from envs.jobs import Column, StepRing
+from envs.jobs import Column, SlotTable, StepRing
 from envs.outcomes import Outcomes
 
 
@@ -36,27 +35,42 @@ class Experiences(NamedTuple):
 class DelayedCompletionStore:
     def __init__(self, num_envs: int, obs_dim: int, horizon: int = 64):
         self.B, self.D = num_envs, obs_dim
-        self.ring = StepRing(num_envs, (Column("obs", (obs_dim,), np.float32), Column("action", (), np.int16),
-                                        Column("greedy", (), bool)), horizon)
+        self.table = SlotTable(num_envs, (Column("obs", (obs_dim,), np.float32),
+                                          Column("next_obs", (obs_dim,), np.float32),
+                                          Column("action", (), np.int16), Column("greedy", (), bool)), horizon)
+        self.index = StepRing(num_envs, (Column("slot", (), np.int64),), horizon)
+        self.obs = np.zeros((num_envs, obs_dim), np.float32)  # the latest observation
+        self.last = np.full(num_envs, -1, np.int64)  # slots of the latest decisions, awaiting s'
+        self.step = -1  # the latest observation's step
+        self._all = np.arange(num_envs)
 
     @property
     def horizon(self) -> int:
-        return self.ring.capacity
+        """Decision steps the index spans (grows with the age of the oldest pending decision)."""
+        return self.index.capacity
 
     def put_obs(self, step: int, obs: np.ndarray) -> None:
-        """The observation at decision ``step`` (the s' of decision step - 1)."""
-        slot = self.ring.claim(step)
-        self.ring.obs[:, slot] = obs
+        """The observation at decision ``step``: the s' of decision step - 1, the s of step."""
+        if self.step == step - 1 and (self.last >= 0).all():
+            self.table.next_obs[self._all, self.last] = obs
+        self.obs[:] = obs
+        self.step = step
+        self.last[:] = -1
 
     def record(self, step: int, action: np.ndarray, greedy: np.ndarray) -> None:
         """Decision ``step`` of every instance; its observation must already be stored."""
-        ring = self.ring
-        slot = step % ring.capacity
-        if ring.slot_step[slot] != step:
+        if step != self.step:
             raise ValueError(f"step {step}: put_obs(step, obs) must come before record(step, ...)")
-        ring.action[:, slot] = action
-        ring.greedy[:, slot] = greedy
-        ring.live[:, slot] = True
+        table = self.table
+        table.next_free()  # grow if needed
+        slot = table.take(self._all)
+        table.obs[self._all, slot] = self.obs
+        table.action[self._all, slot] = action
+        table.greedy[self._all, slot] = greedy
+        at = self.index.claim(step)
+        self.index.slot[:, at] = slot
+        self.index.live[:, at] = True
+        self.last = slot
 
     def complete(self, done: Outcomes, now: int) -> Experiences:
         """Finish the experiences whose outcome is in ``done``. ``now`` is the latest step
@@ -64,20 +78,26 @@ class DelayedCompletionStore:
         env, step = done.env, done.step
         if step.size and step.max() >= now:
             raise ValueError("a completion arrived before the next state of its decision was stored")
-        ring = self.ring
-        slot = step % ring.capacity
-        if not (ring.live[env, slot].all() and (ring.slot_step[slot] == step).all()):
+        index, table = self.index, self.table
+        at = step % index.capacity
+        if not (index.live[env, at].all() and (index.slot_step[at] == step).all()):
             raise RuntimeError("completion for a decision that is not pending (reported twice, or overwritten)")
-        ring.live[env, slot] = False
-        nxt = (step + 1) % ring.capacity
-        return Experiences(ring.obs[env, slot], ring.action[env, slot].astype(np.int64), ring.obs[env, nxt],
-                           ring.greedy[env, slot], done.success, done.delay.astype(np.float32))
+        index.live[env, at] = False
+        slot = index.slot[env, at]
+        out = Experiences(table.obs[env, slot], table.action[env, slot].astype(np.int64), table.next_obs[env, slot],
+                          table.greedy[env, slot], done.success, done.delay.astype(np.float32))
+        table.release(env, slot)
+        return out
 
     def pending_count(self) -> int:
-        return int(self.ring.live.sum())
+        return int(self.table.live.sum())
 
-    def get_state(self) -> dict[str, np.ndarray]:
-        return self.ring.get_state()
+    def get_state(self) -> dict[str, Any]:
+        state = {f"table.{k}": v for k, v in self.table.get_state().items()}
+        state.update({f"index.{k}": v for k, v in self.index.get_state().items()})
+        return state | {"obs": self.obs.copy(), "last": self.last.copy(), "step": self.step}
 
-    def set_state(self, state: dict[str, np.ndarray]) -> None:
-        self.ring.set_state(state)
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.table.set_state({k[6:]: v for k, v in state.items() if k.startswith("table.")})
+        self.index.set_state({k[6:]: v for k, v in state.items() if k.startswith("index.")})
+        self.obs, self.last, self.step = np.array(state["obs"]), np.array(state["last"]), int(state["step"])

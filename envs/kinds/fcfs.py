@@ -40,7 +40,7 @@ class FcfsKind(StationGroup):
     # ------------------------------------------------------------------ events
     def arrive(self, eng: Engine, st: State, inst, rows, jid, n, when) -> None:
         K = eng.jobs.capacity
-        st.since.reshape(-1)[rows * K + jid % K] = when
+        st.since.reshape(-1)[rows * K + jid] = when
         ev = st.next_event[rows] if self.slots == eng.E else st.next_event[rows, self.offset:self.offset + self.slots]
         free = np.isinf(ev) & (self.slot_station == n[:, None])
         srv = free.argmax(1)
@@ -72,11 +72,10 @@ class FcfsKind(StationGroup):
 
     def _start(self, eng: Engine, st: State, inst, rows, srv, jid, n, when) -> None:
         K = eng.jobs.capacity
-        slot = jid % K
-        fk = rows * K + slot
+        fk = rows * K + jid
         w = when - st.since.reshape(-1)[fk]
         st.wait_sum.reshape(-1)[fk] += w
-        at = (inst[rows] * K + slot) * eng.N + n
+        at = (inst[rows] * K + jid) * eng.N + n
         service = eng.jobs.service.reshape(-1)[at]
         end = when + service
         st.next_event.reshape(-1)[rows * eng.E + self.offset + srv] = end
@@ -94,7 +93,7 @@ class FcfsKind(StationGroup):
             r, srv = rows[i], serving[i].argmax(1)
             fe = r * eng.E + self.offset + srv
             K = eng.jobs.capacity
-            service = eng.jobs.service.reshape(-1)[(inst[r] * K + jid[i] % K) * eng.N + n[i]]
+            service = eng.jobs.service.reshape(-1)[(inst[r] * K + jid[i]) * eng.N + n[i]]
             work[i] = when[i] - (st.next_event.reshape(-1)[fe] - service)
             st.next_event.reshape(-1)[fe] = np.inf
             st.fcfs_job.reshape(-1)[r * self.slots + srv] = -1

@@ -64,7 +64,7 @@ class PsKind(StationGroup):
             self._grow(st)
         flat = fp * st.ps_tag.shape[2] + pos
         K = eng.jobs.capacity
-        at = (inst[rows] * K + jid % K) * eng.N + n
+        at = (inst[rows] * K + jid) * eng.N + n
         work = eng.jobs.service.reshape(-1)[at]
         tag = st.ps_clock.reshape(-1)[fp] + work
         st.ps_tag.reshape(-1)[flat] = tag
@@ -94,7 +94,7 @@ class PsKind(StationGroup):
         width = st.ps_tag.shape[2]
         pos = (st.ps_job.reshape(-1, width)[fp] == jid[:, None]).argmax(1)
         K = eng.jobs.capacity
-        size = eng.jobs.service.reshape(-1)[(inst[rows] * K + jid % K) * eng.N + n]
+        size = eng.jobs.service.reshape(-1)[(inst[rows] * K + jid) * eng.N + n]
         work = st.ps_clock.reshape(-1)[fp] - (st.ps_tag.reshape(-1)[fp * width + pos] - size)
         self._remove(eng, st, rows, lp, fp, pos, when)
         return work, np.ones(rows.size, bool)

@@ -89,9 +89,8 @@ def test_cancellation_frees_servers_and_queues_hand_trace():
     sim = Engine(spec, 1, seed=0)
 
     def arrive(sizes, action):
-        slot = sim.t % sim.capacity
-        sim.jobs.service[:, slot] = sizes
-        sim.jobs.order[:, slot] = [0, 1]
+        sim.jobs.service[0, sim.slot[0]] = sizes
+        sim.jobs.order[0, sim.slot[0]] = [0, 1]
         return sim.step(np.array([action]))
 
     out = [arrive([10.0, 10.0], 0), arrive([1.0, 3.0], 1)]
@@ -111,8 +110,7 @@ def test_cancelling_a_copy_in_service_counts_its_work():
     # the one on server 0 after 1 unit of work: server time used 2, copies started 2.
     spec = redundancy(2, 1.0, [2], kind="ps", arrival={"dist": "deterministic", "mean": 1.0})
     sim = Engine(spec, 1, seed=0)
-    slot = sim.t % sim.capacity
-    sim.jobs.service[:, slot] = [3.0, 1.0]
+    sim.jobs.service[0, sim.slot[0]] = [3.0, 1.0]
     done = sim.step(np.array([0]))  # runs to the next arrival at 2, the departure included
     assert done.departure_time.tolist() == [2.0] and done.work.tolist() == [2.0] and done.copies.tolist() == [2]
     assert sim.busy().tolist() == [[0, 0]] and sim.jobs_in_system().tolist() == [0]  # both servers free
