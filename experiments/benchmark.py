@@ -51,7 +51,7 @@ def measure(spec, policy, num_envs: int, decisions: int, warmup_steps: int = 200
     """Decisions per second after a warm-up, and time spent in counterfactuals."""
     sim = Engine(spec, num_envs, seed=seed)
     cf_time = [0.0, 0]
-    inner = sim.counterfactual
+    inner = sim.probe.run
 
     def timed_counterfactual(rows):
         t0 = time.perf_counter()
@@ -60,7 +60,7 @@ def measure(spec, policy, num_envs: int, decisions: int, warmup_steps: int = 200
         cf_time[1] += rows.size
         return out
 
-    sim.counterfactual = timed_counterfactual
+    sim.probe.run = timed_counterfactual
     for _ in range(warmup_steps):
         sim.step(policy(sim.observe()))
     cf_time[:] = [0.0, 0]

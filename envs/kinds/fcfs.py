@@ -1,8 +1,10 @@
 """Multi-server FCFS stations: c identical servers in front of one FIFO queue.
 
-Slots: one per server, holding its completion time (inf when idle). A job arriving at a
-station takes a free server if one exists, else joins the tail of the station's ring
-buffer; a freed server takes the head. Its service time is the one drawn for it at
+Slots: one per server, holding its completion time (inf when idle). A station's busy
+servers are kept in its first slots (``fcfs_busy`` of them): an arriving job takes the
+slot after them if one is left, else joins the tail of the station's ring buffer; a freed
+server takes the head, or with an empty queue the station's last busy server moves into
+its slot. So no arrival scans the servers. Its service time is the one drawn for it at
 arrival to the network (job table column ``service``), so a probe replays it exactly.
 
 The handlers index with flat positions into reshaped views: NumPy gathers and scatters
@@ -35,40 +37,58 @@ class FcfsKind(StationGroup):
         n = self.stations.size
         return {"fcfs_job": np.full((rows, self.slots), -1, np.int64),
                 "fcfs_q": np.full((rows, n, 16), -1, np.int64),
-                "fcfs_head": np.zeros((rows, n), np.int64), "fcfs_len": np.zeros((rows, n), np.int64)}
+                "fcfs_head": np.zeros((rows, n), np.int64), "fcfs_len": np.zeros((rows, n), np.int64),
+                "fcfs_busy": np.zeros((rows, n), np.int64)}
 
     # ------------------------------------------------------------------ events
     def arrive(self, eng: Engine, st: State, inst, rows, jid, n, when) -> None:
         K = eng.jobs.capacity
         st.since.reshape(-1)[rows * K + jid] = when
-        ev = st.next_event[rows] if self.slots == eng.E else st.next_event[rows, self.offset:self.offset + self.slots]
-        free = np.isinf(ev) & (self.slot_station == n[:, None])
-        srv = free.argmax(1)
-        has_free = free[np.arange(rows.size), srv]
+        ln = self.local[n]
+        fq = rows * self.stations.size + ln
+        busy = st.fcfs_busy.reshape(-1)
+        b = busy[fq]
+        has_free = b < self.servers[ln]
         if has_free.all():
-            self._start(eng, st, inst, rows, srv, jid, n, when)
+            busy[fq] = b + 1
+            self._start(eng, st, inst, rows, self.first_server[ln] + b, jid, n, when)
             return
         if has_free.any():
-            self._start(eng, st, inst, rows[has_free], srv[has_free], jid[has_free], n[has_free], when[has_free])
+            f = fq[has_free]
+            busy[f] += 1
+            self._start(eng, st, inst, rows[has_free], self.first_server[ln[has_free]] + b[has_free], jid[has_free],
+                        n[has_free], when[has_free])
         wait = ~has_free
-        self._push(st, rows[wait] * self.stations.size + self.local[n[wait]], jid[wait])
+        self._push(st, fq[wait], jid[wait])
 
     def handle(self, eng: Engine, st: State, inst, rows, slot, when):
         srv = slot - self.offset
-        fs = rows * self.slots + srv
-        jobs = st.fcfs_job.reshape(-1)
-        jid = jobs[fs]
+        jid = st.fcfs_job.reshape(-1)[rows * self.slots + srv]
         n = self.slot_station[srv]
-        st.next_event.reshape(-1)[rows * eng.E + slot] = np.inf
-        jobs[fs] = -1
+        self._free(eng, st, inst, rows, srv, n, when)
+        return None, jid, n
+
+    def _free(self, eng: Engine, st: State, inst, rows, srv, n, when) -> None:
+        """Servers ``srv`` finished (or lost) their job: take the queue's head, or let the
+        station's last busy server move into the slot."""
         fq = rows * self.stations.size + self.local[n]
         queued = st.fcfs_len.reshape(-1)[fq] > 0
         if queued.all():
             self._start(eng, st, inst, rows, srv, self._pop(st, fq), n, when)
-        elif queued.any():
+            return
+        if queued.any():
             self._start(eng, st, inst, rows[queued], srv[queued], self._pop(st, fq[queued]), n[queued],
                         when[queued])
-        return None, jid, n
+        idle = ~queued
+        f, r = fq[idle], rows[idle]
+        busy = st.fcfs_busy.reshape(-1)
+        busy[f] -= 1
+        last = r * self.slots + self.first_server[self.local[n[idle]]] + busy[f]
+        to = r * self.slots + srv[idle]
+        jobs, events = st.fcfs_job.reshape(-1), st.next_event.reshape(-1)
+        base = r * (eng.E - self.slots) + self.offset  # flat event index = row * E + offset + server
+        jobs[to], events[base + to] = jobs[last], events[base + last]
+        jobs[last], events[base + last] = -1, np.inf
 
     def _start(self, eng: Engine, st: State, inst, rows, srv, jid, n, when) -> None:
         K = eng.jobs.capacity
@@ -95,13 +115,7 @@ class FcfsKind(StationGroup):
             K = eng.jobs.capacity
             service = eng.jobs.service.reshape(-1)[(inst[r] * K + jid[i]) * eng.N + n[i]]
             work[i] = when[i] - (st.next_event.reshape(-1)[fe] - service)
-            st.next_event.reshape(-1)[fe] = np.inf
-            st.fcfs_job.reshape(-1)[r * self.slots + srv] = -1
-            fq = r * self.stations.size + self.local[n[i]]
-            queued = st.fcfs_len.reshape(-1)[fq] > 0
-            if queued.any():
-                self._start(eng, st, inst, r[queued], srv[queued], self._pop(st, fq[queued]), n[i][queued],
-                            when[i][queued])
+            self._free(eng, st, inst, r, srv, n[i], when[i])
         if not in_service.all():
             i = np.flatnonzero(~in_service)
             _remove_queued(st, rows[i] * self.stations.size + self.local[n[i]], jid[i])
@@ -132,14 +146,14 @@ class FcfsKind(StationGroup):
         return st.fcfs_len
 
     def busy(self, st: State) -> np.ndarray:
-        idle = np.isinf(st.next_event[:, self.offset:self.offset + self.slots])
-        return np.add.reduceat(~idle, self.first_server, axis=1)
+        return st.fcfs_busy
 
     def clear(self, st: State, rows: np.ndarray) -> None:
         st.fcfs_job[rows] = -1
         st.fcfs_q[rows] = -1
         st.fcfs_head[rows] = 0
         st.fcfs_len[rows] = 0
+        st.fcfs_busy[rows] = 0
 
 
 def _grow_queues(st: State) -> None:
