@@ -7,7 +7,8 @@
     busy fraction (busy servers seen by the Poisson arrivals, which see time averages), for
     every policy and knowledge level, on a balanced and an unbalanced speed matrix, with many
     servers (``--load-servers``, default 10 per pool) at a formula load of 0.3, where a
-    rerouted job or a copy starts at once (the formula's assumption).
+    rerouted job or a copy starts at once (the formula's assumption). Reroute and replicate
+    act after ``--load-tau`` (default 0.5: the best tau is often inf, which would test nothing).
 (b) Stability: per policy (none; reroute and replicate at the formula's best tau; full
     replication: tau = 0 from arrival, a copy in each queue) and knowledge level, the
     formula's bound next to the limit measured by simulation (bisection on the sign of the
@@ -108,7 +109,7 @@ def loads_table(args) -> list[dict]:
         model = PoolsModel(P, SPEEDS[speeds], (n, n))
         for policy in args.policies:
             for knowledge in args.knowledge:
-                pol = tuned(model, policy, knowledge)
+                pol = theory_policy(policy, knowledge, args.load_tau)
                 rate = 0.3 / max(effective_loads(model, pol, 1.0))
                 rho = effective_loads(model, pol, rate)
                 busy, se = busy_fraction(run_spec(model, policy, pol, rate), args.instances, args.load_steps,
@@ -244,6 +245,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--curve-knowledge", nargs="+", choices=list(KNOWLEDGE), default=["full", "none"])
     p.add_argument("--servers", type=int, default=1, help="servers per pool in (b) and (c)")
     p.add_argument("--load-servers", type=int, default=10, help="servers per pool in (a)")
+    p.add_argument("--load-tau", type=float, default=0.5, help="tau of reroute and replicate in (a)")
     p.add_argument("--instances", type=int, default=64)
     p.add_argument("--load-steps", type=int, default=4000, help="arrivals per instance in (a)")
     p.add_argument("--horizon", type=float, default=800.0, help="time units per drift run in (b)")

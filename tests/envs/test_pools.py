@@ -216,3 +216,28 @@ def test_copies_placed_on_arrival_follow_the_formula_with_one_server_each(speeds
     per = measured_server_time(done, 64)
     for i in range(2):
         stats.assert_close(per[i], truth[i], f"E[T_{i + 1}], copies on arrival")
+
+
+# ---------------------------------------------------------------- observation and scenario
+def test_observation_is_queues_busy_servers_and_the_type_signal_one_hot():
+    from envs import ObservationEncoding, load_spec
+    spec = load_spec("pools")
+    enc = ObservationEncoding.for_spec(spec)
+    assert enc.width == 2 + 2 + 3 and ObservationEncoding.from_dict(enc.to_dict()) == enc
+    driver = Driver(spec, 8, seed=0)
+    obs = driver.reset(0)
+    for _ in range(30):
+        obs, _ = driver.step(np.arange(8) % spec.num_actions)
+    eng = driver.engine
+    np.testing.assert_array_equal(obs[:, :2], eng.waiting())
+    np.testing.assert_array_equal(obs[:, 2:4], eng.busy())
+    info = eng.jobs.info[np.arange(8), eng.slot]
+    np.testing.assert_array_equal(obs[:, 4:], np.eye(3)[info])
+    assert (info < 2).all()  # a signal is always shown under knowledge {signal: q}
+
+
+def test_signal_equals_the_type_with_probability_q(stats):
+    spec = pools_spec(knowledge={"signal": 0.8})
+    eng = Engine(spec, 4000, seed=2)
+    same = eng.jobs.info[np.arange(4000), eng.slot] == eng.jobs.ptype[np.arange(4000), eng.slot]
+    assert abs(same.mean() - 0.8) < stats.Z * math.sqrt(0.16 / 4000)
