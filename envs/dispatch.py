@@ -139,3 +139,242 @@ class CopyToD:
             m = np.flatnonzero((j < d) & (s != n))
             if m.size:
                 eng.cancel(st, inst, rows[m], jid[m], s[m], when[m])
+
+
+# ---------------------------------------------------------------- two pools (systems.md B)
+NONE, REROUTE, REPLICATE = 0, 1, 2
+_POLICY_CODE = {"none": NONE, "reroute": REROUTE, "replicate": REPLICATE}
+
+
+class PoolsDispatch:
+    """Two FCFS pools (stations 0 and 1), job types with pool-dependent speeds, a first pool
+    chosen on arrival and, after tau in service there, reroute or replicate (systems.md B).
+
+    Draws per job at arrival (job-table columns): ``ptype`` (its type), ``info`` (what the
+    dispatcher knows: the type, the signal, or ``J`` = nothing), ``size`` X, ``size2`` X' (the
+    fresh size of a restart), ``u`` (the uniform of the split). The placement (the rule or the
+    action) fixes ``first``, ``policy``, ``tau`` and the work on each pool in ``service``:
+    X / s_first on the first pool, X / s_other (restart same) or X' / s_other (fresh) on the
+    other one.
+
+    Timers are pending events of ``PoolTimers``: one column per server, aligned with the FCFS
+    servers. ``started`` (the engine's service-start hook) arms the column of a server that
+    starts a job on its first pool with a finite tau; firing checks that the same job still
+    holds that server (a server that started another job re-armed or disarmed the column, an
+    idle one holds none) and then: reroute = cancel it there (the server takes the next
+    queued job) and arrive at the other pool; replicate = arrive a copy at the other pool. At
+    the first completion ``cancel_siblings`` removes the other copy (``StationKind.cancel``).
+    Server time used on each pool is left in ``service`` (a cancelled copy's entry becomes
+    what it used), so ``Outcomes.service`` holds the per-pool server time and ``work`` their sum.
+
+    ``timer: arrival``: the timer fires at arrival + tau if the job is then in service on its
+    first pool, at the start of service if that is later (a job still queued at arrival + tau
+    acts when it starts); tau = 0 places on arrival: reroute enters the other pool, replicate
+    enters both queues, with no time spent on the first pool.
+    """
+
+    draws_service = True
+    cancels = True
+
+    def __init__(self, spec: NetworkSpec):
+        self.pools = pools = spec.pools
+        self.N = spec.num_stations  # 2
+        self.J = pools.num_types
+        self.p_cum = np.cumsum(pools.p)
+        self.speed = np.asarray(pools.speeds, float)  # (2, J)
+        self.actions = pools.actions
+        self.act_pool = np.array([a.pool for a in pools.actions], np.int64)
+        self.act_policy = np.array([_POLICY_CODE[a.policy] for a in pools.actions], np.int64)
+        self.act_tau = np.array([a.tau for a in pools.actions], float)  # (A, 2) by first pool
+        self.p1 = self._pool1_given_info()  # (J + 1,) P(first = pool 1 | info)
+        self.arrival_timer = pools.timer == "arrival"
+        self.fresh = pools.restart == "fresh"
+        self.timed = bool(((self.act_policy != NONE) & np.isfinite(self.act_tau).any(1)).any())
+        self.timers = None
+        self.columns = (Column("ptype", (), np.int64), Column("info", (), np.int64), Column("size"),
+                        Column("size2"), Column("u"), Column("first", (), np.int64),
+                        Column("policy", (), np.int64), Column("tau"), Column("copied", (), bool, False))
+
+    def _pool1_given_info(self) -> np.ndarray:
+        """P(first pool = pool 1) given the dispatcher's information: the faster pool for the
+        known type; for a signal, the faster pool of a most likely type (ties: uniform among
+        them); p_split without information, on equal speeds, or always under ``split``."""
+        pools, J = self.pools, self.J
+        out = np.full(J + 1, pools.p_split)
+        if pools.assign == "split" or pools.knowledge == "none":
+            return out
+        s = self.speed
+        pref = np.where(s[0] > s[1], 1.0, np.where(s[0] < s[1], 0.0, pools.p_split))
+        if pools.knowledge == "signal":
+            q = pools.q
+            lik = np.eye(J) if J == 1 else np.where(np.eye(J, dtype=bool), q, (1.0 - q) / (J - 1))  # [k, j]
+            post = lik * np.asarray(pools.p)[None, :]
+            top = post >= post.max(axis=1, keepdims=True) * (1.0 - 1e-12)
+            out[:J] = (top * pref[None, :]).sum(1) / top.sum(1)
+        else:
+            out[:J] = pref
+        return out
+
+    # ------------------------------------------------------------------ arrival
+    def event_kinds(self, kinds, offset: int) -> list:
+        """The timer block (none when no choice has a finite tau)."""
+        self.timers = PoolTimers(kinds[0], offset) if self.timed else None
+        return [self.timers] if self.timed else []
+
+    def draw(self, rng: np.random.Generator, jobs: SlotTable, slot: np.ndarray) -> None:
+        pools, B, J = self.pools, jobs.rows, self.J
+        every = np.arange(B)
+        ptype = np.minimum(np.searchsorted(self.p_cum, rng.random(B), side="right"), J - 1)
+        if pools.knowledge == "full":
+            info = ptype
+        elif pools.knowledge == "none":
+            info = np.full(B, J)
+        elif pools.knowledge == "signal":  # the type w.p. q, else one of the others uniformly
+            other = (ptype + 1 + rng.integers(0, max(J - 1, 1), B)) % J if J > 1 else ptype
+            info = np.where(rng.random(B) < pools.q, ptype, other)
+        else:  # revealed for a fraction f
+            info = np.where(rng.random(B) < pools.f, ptype, J)
+        jobs.ptype[every, slot] = ptype
+        jobs.info[every, slot] = info
+        jobs.size[every, slot] = pools.size.sample(rng, B)
+        if self.fresh:
+            jobs.size2[every, slot] = pools.size.sample(rng, B)
+        jobs.u[every, slot] = rng.random(B)
+
+    def placements(self, jobs: SlotTable, inst: np.ndarray, slot: np.ndarray, action: np.ndarray | None) -> np.ndarray:
+        """(R, 2) pools receiving the job now (-1: none); fixes its first pool, policy, tau and work."""
+        action = np.zeros(inst.size, np.int64) if action is None else action
+        forced = self.act_pool[action]
+        by_rule = np.where(jobs.u[inst, slot] < self.p1[jobs.info[inst, slot]], 0, 1)
+        first = np.where(forced >= 0, forced, by_rule)
+        other = 1 - first
+        policy = self.act_policy[action]
+        tau = self.act_tau[action, first]
+        tau = np.where(policy == NONE, np.inf, tau)
+        ptype = jobs.ptype[inst, slot]
+        x = jobs.size[inst, slot]
+        work = np.empty((inst.size, 2))
+        r = np.arange(inst.size)
+        work[r, first] = x / self.speed[first, ptype]
+        work[r, other] = (jobs.size2[inst, slot] if self.fresh else x) / self.speed[other, ptype]
+        jobs.service[inst, slot] = work
+        jobs.first[inst, slot] = first
+        jobs.policy[inst, slot] = policy
+        jobs.tau[inst, slot] = tau
+        places = np.stack([first, np.full(inst.size, -1)], 1)
+        if self.arrival_timer:  # tau = 0 from arrival: act on arrival
+            now = tau == 0.0
+            rer, rep = now & (policy == REROUTE), now & (policy == REPLICATE)
+            places[rer, 0] = other[rer]
+            places[rep, 1] = other[rep]
+            jobs.copied[inst, slot] = rep
+            jobs.policy[inst[now], slot[now]] = NONE
+            jobs.tau[inst[now], slot[now]] = np.inf
+            return places
+        jobs.copied[inst, slot] = False
+        return places[:, :1]
+
+    def after(self, jobs: SlotTable, at: np.ndarray) -> np.ndarray:
+        return np.full(at.shape, self.N)  # a pool's completion is the job's departure
+
+    def entry(self, jobs: SlotTable, inst: np.ndarray, slot: np.ndarray, action: np.ndarray | None) -> np.ndarray:
+        raise ValueError("pools: a probe scores admission decisions; the pools system is controlled. "
+                         "Fix: use objective response_time or deadline (no counterfactual needed).")
+
+    # ------------------------------------------------------------------ hooks
+    def started(self, eng, st, rows, jid, at, when) -> None:
+        """Service-start hook: arm the server's timer for a job on its first pool with a finite tau."""
+        if self.timers is None:
+            return
+        jobs, N = eng.jobs, self.N
+        fk, n = np.divmod(at, N)
+        tau = jobs.tau.reshape(-1)[fk]
+        arm = (n == jobs.first.reshape(-1)[fk]) & np.isfinite(tau) & ~jobs.copied.reshape(-1)[fk]
+        if not arm.any():
+            return
+        i = np.flatnonzero(arm)
+        r, j, fk = rows[i], jid[i], fk[i]
+        timers = self.timers
+        srv = ((st.fcfs_job[r] == j[:, None]) & (timers.server_pool == n[i][:, None])).argmax(1)
+        fire = (np.maximum(when[i], jobs.arrival_time.reshape(-1)[fk] + tau[i]) if self.arrival_timer
+                else when[i] + tau[i])
+        st.next_event.reshape(-1)[r * eng.E + timers.offset + srv] = fire
+        st.timer_owner.reshape(-1)[r * timers.slots + srv] = jobs.step.reshape(-1)[fk]
+
+    def fire(self, eng, st, inst, rows, jid, pool, when) -> None:
+        """Timers that fired for jobs ``jid`` in service on their first pool ``pool``."""
+        jobs = eng.jobs
+        fk = inst[rows] * jobs.capacity + jid
+        policy = jobs.policy.reshape(-1)[fk]
+        rer = np.flatnonzero(policy == REROUTE)
+        if rer.size:
+            self._cancel(eng, st, inst, rows[rer], jid[rer], pool[rer], when[rer])
+        rep = np.flatnonzero(policy == REPLICATE)
+        if rep.size:
+            jobs.copied.reshape(-1)[fk[rep]] = True
+        eng.arrive(st, inst, rows, jid, 1 - pool, when)
+
+    def _cancel(self, eng, st, inst, rows, jid, n, when) -> None:
+        """Cancel the copies at pools ``n``; what they used replaces their work in ``service``."""
+        jobs = eng.jobs
+        K = jobs.capacity
+        before = st.cancelled_work.reshape(-1)[rows * K + jid]
+        eng.cancel(st, inst, rows, jid, n, when)
+        used = st.cancelled_work.reshape(-1)[rows * K + jid] - before
+        jobs.service.reshape(-1)[(inst[rows] * K + jid) * self.N + n] = used
+
+    def cancel_siblings(self, eng, st, inst, rows, jid, n, when) -> None:
+        """The first copy to finish cancels the other one (replicated jobs only)."""
+        fk = inst[rows] * eng.jobs.capacity + jid
+        m = np.flatnonzero(eng.jobs.copied.reshape(-1)[fk])
+        if m.size:
+            self._cancel(eng, st, inst, rows[m], jid[m], 1 - n[m], when[m])
+
+
+class PoolTimers:
+    """Event columns of the pools' timers, one per FCFS server (same order). Not a station:
+    it serves no station, so it reports no finished job; firing hands the job to the rule."""
+
+    name = "timers"
+
+    def __init__(self, fcfs, offset: int):
+        if fcfs.offset != 0 or fcfs.name != "fcfs":
+            raise ValueError("pools: the timers follow the FCFS servers of the two pools")
+        self.fcfs_slots = fcfs.slots
+        self.server_pool = fcfs.slot_station  # pool of each server
+        self.slots = fcfs.slots
+        self.offset = int(offset)
+        self.stations = np.zeros(0, np.int64)
+        self._none = np.zeros(0, np.int64)
+
+    def init_state(self, rows: int) -> dict[str, np.ndarray]:
+        return {"timer_owner": np.full((rows, self.slots), -1, np.int64)}
+
+    def handle(self, eng, st, inst, rows, slot, when):
+        srv = slot - self.offset
+        st.next_event.reshape(-1)[rows * eng.E + slot] = np.inf
+        jid = st.fcfs_job.reshape(-1)[rows * self.fcfs_slots + srv]
+        owner = st.timer_owner.reshape(-1)[rows * self.slots + srv]
+        K = eng.jobs.capacity
+        same = (jid >= 0) & (eng.jobs.step.reshape(-1)[inst[rows] * K + np.maximum(jid, 0)] == owner)
+        if same.any():
+            i = np.flatnonzero(same)
+            eng.routing.fire(eng, st, inst, rows[i], jid[i], self.server_pool[srv[i]], when[i])
+        return self._none, self._none, self._none
+
+    def waiting(self, st) -> np.ndarray:
+        return np.zeros((st.next_event.shape[0], 0), np.int64)
+
+    busy = waiting
+
+    def clear(self, st, rows: np.ndarray) -> None:
+        st.timer_owner[rows] = -1
+
+
+def make_routing(spec: NetworkSpec):
+    """The dispatch rule a spec describes."""
+    if spec.redundancy is not None:
+        return CopyToD(spec)
+    if spec.pools is not None:
+        return PoolsDispatch(spec)
+    return ProbabilisticRouting(spec)

@@ -25,7 +25,7 @@ import functools
 import numpy as np
 
 from envs.arrivals import ClassArrivals
-from envs.dispatch import CopyToD, ProbabilisticRouting
+from envs.dispatch import make_routing
 from envs.jobs import Column, SlotTable, extend
 from envs.kinds import KINDS
 from envs.kinds.base import State
@@ -47,6 +47,8 @@ class RecordWaits:
 
     def started(self, st, rows, jid, at, when, wait, service, end) -> None:
         self.eng.jobs.wait.reshape(-1)[at] = wait
+        if self.eng.on_start is not None:
+            self.eng.on_start(self.eng, st, rows, jid, at, when)
 
 
 class Engine:
@@ -66,6 +68,9 @@ class Engine:
         self.max_jobs = int(max_jobs)
         self.max_bytes = int(max_bytes)
         self._initial_capacity = int(capacity)
+        self.routing = make_routing(spec)
+        # generic hooks of a dispatch rule: its own event columns (timers) and service starts
+        self.on_start = getattr(self.routing, "started", None)
         self.kinds = []
         self.station_kind = np.zeros(self.N, np.int64)
         offset = 0
@@ -75,12 +80,14 @@ class Engine:
             self.station_kind[members] = len(self.kinds)
             self.kinds.append(kind)
             offset += kind.slots
+        for kind in getattr(self.routing, "event_kinds", lambda kinds, offset: [])(list(self.kinds), offset):
+            self.kinds.append(kind)  # serves no station: its handle reports no finished job
+            offset += kind.slots
         self.E = offset
         self.slot_kind = np.concatenate([np.full(k.slots, i) for i, k in enumerate(self.kinds)])
         self.single_kind = self.kinds[0] if len(self.kinds) == 1 else None
         if self.single_kind is not None:  # one call less per event on the hot path
             self._single_arrive = functools.partial(self.single_kind.arrive, self)
-        self.routing = CopyToD(spec) if spec.redundancy is not None else ProbabilisticRouting(spec)
         # per-job clocks that a probe must copy: waits, and with cancellation what the copies used
         self.job_arrays = ("since", "wait_sum") + (("cancelled_work", "cancelled_started") if self.routing.cancels
                                                    else ())

@@ -6,7 +6,9 @@ Features, in order: jobs waiting per station (the paper's state); with
 ``include_in_service`` the busy servers per station; with several job classes the
 arriving job's class, one-hot; with a periodic arrival profile the phase of the period
 (1 + sin, 1 + cos: shifted so that every feature is >= 0, which the Q-network's log1p
-input transform needs), so a controller can anticipate the busy hours.
+input transform needs), so a controller can anticipate the busy hours. Two pools
+(systems.md B): jobs waiting per pool, busy servers per pool, then the arriving job's type
+information one-hot (``info_width`` = types + 1: the type or signal, last = nothing known).
 """
 
 from __future__ import annotations
@@ -27,16 +29,20 @@ class ObservationEncoding:
     num_classes: int = 1
     period: float | None = None
     pool: bool = False  # identical servers (redundancy): jobs per server sorted, then the total
+    info_width: int = 0  # two pools: one-hot of the arriving job's type information (types + 1)
 
     @classmethod
     def for_spec(cls, spec: NetworkSpec, include_in_service: bool = False) -> ObservationEncoding:
         pool = spec.redundancy is not None
+        if spec.pools is not None:  # the busy servers per pool always: they show what a timer may free
+            return cls(spec.num_stations, True, spec.num_classes, spec.period, False, spec.pools.num_types + 1)
         return cls(spec.num_stations, include_in_service and not pool, spec.num_classes, spec.period, pool)
 
     @property
     def width(self) -> int:
         n = self.num_stations + 1 if self.pool else self.num_stations * (2 if self.include_in_service else 1)
-        return n + (self.num_classes if self.num_classes > 1 else 0) + (2 if self.period else 0)
+        return (n + (self.num_classes if self.num_classes > 1 else 0) + (2 if self.period else 0)
+                + self.info_width)
 
     def encode(self, eng: Engine) -> np.ndarray:
         """(B, width) float32 features of the current arrival in every instance."""
@@ -52,6 +58,8 @@ class ObservationEncoding:
         if self.period:
             angle = 2 * np.pi * (eng.now % self.period) / self.period
             parts.append(1.0 + np.stack([np.sin(angle), np.cos(angle)], 1))  # shifted: features stay >= 0
+        if self.info_width:
+            parts.append(np.eye(self.info_width)[eng.jobs.info[eng._all, eng.slot]])
         return parts[0].astype(np.float32) if len(parts) == 1 else np.concatenate(parts, 1).astype(np.float32)
 
     def scale(self, spec: NetworkSpec) -> np.ndarray:
@@ -65,6 +73,8 @@ class ObservationEncoding:
             parts.append(np.ones(self.num_classes, np.float32))
         if self.period:
             parts.append(np.ones(2, np.float32))
+        if self.info_width:
+            parts.append(np.ones(self.info_width, np.float32))
         return np.concatenate(parts)
 
     def check(self, spec: NetworkSpec) -> None:
@@ -82,4 +92,4 @@ class ObservationEncoding:
     def from_dict(cls, d: dict[str, Any]) -> ObservationEncoding:
         period = d.get("period")
         return cls(int(d["num_stations"]), bool(d.get("include_in_service", False)), int(d.get("num_classes", 1)),
-                   None if period is None else float(period), bool(d.get("pool", False)))
+                   None if period is None else float(period), bool(d.get("pool", False)), int(d.get("info_width", 0)))

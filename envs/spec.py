@@ -19,7 +19,7 @@ import yaml
 
 from envs.arrivals import ArrivalProcess, PoissonProfileArrivals, RenewalArrivals, make_arrivals
 from envs.distributions import Distribution, make_distribution, read_text_file
-from envs.errors import SpecError, as_number, brief, check_keys, did_you_mean
+from envs.errors import SpecError, as_number, brief, check_keys, did_you_mean, number_list
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 DELAY_MEASURES = ("sojourn", "paper")
@@ -29,7 +29,14 @@ REJECT, ACCEPT = "reject", "accept"
 EXIT = "exit"
 RESERVED_NAMES = (EXIT, REJECT, ACCEPT)  # the routing sink and the controller's own actions
 TOP_KEYS = ("name", "arrival", "classes", "stations", "entry", "routing", "d_ub", "eps", "lam", "delay",
-            "actions", "objective", "redundancy")
+            "actions", "objective", "redundancy", "pools")
+POOLS_KEYS = ("servers", "types", "size", "knowledge", "assign", "p_split", "policy", "tau", "restart", "timer",
+              "actions")
+POOL_ACTION_KEYS = ("pool", "policy", "tau")
+POOL_KNOWLEDGE = ("full", "none", "signal", "revealed")
+POOL_POLICIES = ("none", "reroute", "replicate")
+POOL_RESTARTS = ("same", "fresh")
+POOL_TIMERS = ("service", "arrival")
 REDUNDANCY_KEYS = ("servers", "kind", "copies", "size", "scale", "factor", "d")
 COPY_LAWS = ("identical", "iid", "scaled")
 STATION_KEYS = ("name", "servers", "service", "kind")
@@ -81,6 +88,73 @@ class Redundancy:
 
 
 @dataclass(frozen=True)
+class PoolAction:
+    """One choice of the pools controller: the first pool (0, 1, or -1: the assignment rule),
+    what happens after tau in service there (``policy``) and tau per first pool."""
+
+    pool: int
+    policy: str
+    tau: tuple[float, float]
+
+    @property
+    def name(self) -> str:
+        where = "auto" if self.pool < 0 else f"pool{self.pool + 1}"
+        if self.policy == "none" or all(math.isinf(t) for t in self.tau):
+            return where
+        t = f"{self.tau[0]:g}" if self.tau[0] == self.tau[1] else f"{self.tau[0]:g},{self.tau[1]:g}"
+        return f"{where}-{self.policy}@{t}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pool": "auto" if self.pool < 0 else self.pool + 1, "policy": self.policy,
+                "tau": [_tau_out(t) for t in self.tau]}
+
+
+@dataclass(frozen=True)
+class Pools:
+    """Two server pools (system B of systems.md): ``servers`` = (N_1, N_2) FCFS servers, job
+    types with probabilities ``p`` and speeds ``speeds[i][j]`` (pool i, type j: a type-j job
+    needs X / s_ij on pool i, X from ``size``).
+
+    ``knowledge``: full, none, signal (a signal equal to the type w.p. ``q``, else another type
+    uniformly) or revealed (the type known for a fraction ``f`` of jobs). ``assign``: faster
+    (the faster pool for the known or most likely type; ``p_split`` = P(pool 1) without
+    information or on equal speeds) or split (pool 1 w.p. ``p_split``). ``actions``: the
+    controller's (pool, policy, tau) choices; a single one is the fixed policy.
+    ``restart``: a rerouted job or a copy needs the same X (same) or a fresh draw (fresh);
+    ``timer``: tau counts from the start of service on the first pool (service) or from arrival.
+    """
+
+    servers: tuple[int, int]
+    p: tuple[float, ...]
+    speeds: tuple[tuple[float, ...], tuple[float, ...]]
+    size: Distribution
+    knowledge: str = "full"
+    q: float | None = None
+    f: float | None = None
+    assign: str = "faster"
+    p_split: float = 0.5
+    restart: str = "same"
+    timer: str = "service"
+    actions: tuple[PoolAction, ...] = (PoolAction(-1, "none", (math.inf, math.inf)),)
+
+    @property
+    def num_types(self) -> int:
+        return len(self.p)
+
+    def to_dict(self, dist) -> dict[str, Any]:
+        knowledge: Any = self.knowledge
+        if self.knowledge == "signal":
+            knowledge = {"signal": self.q}
+        elif self.knowledge == "revealed":
+            knowledge = {"revealed": self.f}
+        return {"servers": list(self.servers),
+                "types": [{"p": pj, "speeds": [self.speeds[0][j], self.speeds[1][j]]} for j, pj in enumerate(self.p)],
+                "size": dist(self.size), "knowledge": knowledge,
+                "assign": "faster" if self.assign == "faster" else {"split": self.p_split}, "p_split": self.p_split,
+                "restart": self.restart, "timer": self.timer, "actions": [a.to_dict() for a in self.actions]}
+
+
+@dataclass(frozen=True)
 class JobClass:
     """A class of jobs with its own arrival process (renewal or a rate profile) and,
     optionally, its own deadline (default: the network's ``d_ub``)."""
@@ -118,6 +192,7 @@ class NetworkSpec:
     objective: str = "admission"
     classes: tuple[JobClass, ...] = ()
     redundancy: Redundancy | None = None
+    pools: Pools | None = None
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -266,6 +341,10 @@ class NetworkSpec:
             for key in ("stations", "entry", "routing", "actions"):
                 del out[key]
             out["redundancy"] = self.redundancy.to_dict(dist)
+        if self.pools is not None:
+            for key in ("stations", "entry", "routing", "actions"):
+                del out[key]
+            out["pools"] = self.pools.to_dict(dist)
         if self.classes:
             out["classes"] = [{"name": c.name, "arrival": process(c.arrival)} | ({"d_ub": c.d_ub} if c.d_ub else {})
                               for c in self.classes]
@@ -282,8 +361,12 @@ class NetworkSpec:
             raise SpecError("<spec>", f"expected a mapping, got {type(cfg).__name__}",
                             "write the network as a YAML mapping with 'stations', 'arrival', 'd_ub', 'eps'")
         check_keys(cfg, TOP_KEYS, "", what="a network description", aliases=_TOP_ALIASES)
+        if "redundancy" in cfg and "pools" in cfg:
+            raise SpecError("pools", "cannot be given with 'redundancy'", "describe one system per file")
         if "redundancy" in cfg:
             cfg = _expand_redundancy(cfg, base_dir)
+        if "pools" in cfg:
+            cfg = _expand_pools(cfg, base_dir)
         for key in ("stations", "d_ub", "eps"):
             if key not in cfg:
                 raise SpecError(key, "missing", f"add '{key}' to the network description")
@@ -374,10 +457,12 @@ class NetworkSpec:
             eps=_number(cfg["eps"], "eps"),
             lam=None if lam is None or (isinstance(lam, str) and lam.strip().lower() == "auto") else _number(lam, "lam"),
             delay=_text(cfg.get("delay", "sojourn"), "delay"),
-            actions=(tuple(cfg["actions"]) if "redundancy" in cfg else _actions(cfg.get("actions", [REJECT, ACCEPT]))),
+            actions=(tuple(cfg["actions"]) if "redundancy" in cfg or "pools" in cfg
+                     else _actions(cfg.get("actions", [REJECT, ACCEPT]))),
             objective=_text(cfg.get("objective", "admission"), "objective"),
             classes=_classes(cfg["classes"], base_dir) if "classes" in cfg else (),
             redundancy=cfg.get("redundancy"),
+            pools=cfg.get("pools"),
         )
 
     @classmethod
@@ -502,6 +587,156 @@ def _expand_redundancy(cfg: Mapping[str, Any], base_dir: Path | None) -> dict[st
     return out
 
 
+def _tau_out(t: float) -> float | str:
+    return "inf" if math.isinf(t) else t
+
+
+def _word(raw: Any, field: str, choices: Sequence[str]) -> str:
+    if not isinstance(raw, str) or raw not in choices:
+        guess = did_you_mean(raw, choices) if isinstance(raw, str) else None
+        raise SpecError(field, f"unknown value {brief(raw)}",
+                        (f"did you mean '{guess}'? " if guess else "") + f"use one of {', '.join(choices)}")
+    return raw
+
+
+def _probability(raw: Any, field: str, fix: str) -> float:
+    x = as_number(raw, field, fix)
+    if not 0.0 <= x <= 1.0:
+        raise SpecError(field, f"must be a probability in [0, 1], got {brief(raw)}", fix)
+    return x
+
+
+def _pool_tau(raw: Any, field: str) -> tuple[float, float]:
+    """tau: one time >= 0 for both pools (inf = never) or [tau_1, tau_2] (by first pool)."""
+    fix = "give a time >= 0 (.inf or 'inf' = never), or [tau_1, tau_2] per first pool"
+    values = number_list(raw, field, "times", fix, lambda x: None if x >= 0 else "must be >= 0") if _is_list(raw) \
+        else (as_number(raw, field, fix),)
+    if len(values) not in (1, 2) or any(not x >= 0 for x in values):  # not >= also catches NaN
+        raise SpecError(field, f"expected one time >= 0 or two, got {brief(raw)}", fix)
+    return (values[0], values[-1])
+
+
+def _pool_action(raw: Any, field: str, default: PoolAction) -> PoolAction:
+    fix = "give e.g. {pool: 1, policy: reroute, tau: 2.0} (pool: 1, 2 or auto; policy: none, reroute, replicate)"
+    if not isinstance(raw, Mapping):
+        raise SpecError(field, f"expected a mapping, got {brief(raw)}", fix)
+    check_keys(raw, POOL_ACTION_KEYS, field, what="a pools action")
+    pool = raw.get("pool", "auto")
+    if pool == "auto":
+        pool = -1
+    elif isinstance(pool, (int, np.integer)) and not isinstance(pool, bool) and pool in (1, 2):
+        pool = int(pool) - 1
+    else:
+        raise SpecError(field + ".pool", f"expected 1, 2 or auto, got {brief(pool)}", fix)
+    policy = _word(raw.get("policy", default.policy), field + ".policy", POOL_POLICIES)
+    tau = _pool_tau(raw["tau"], field + ".tau") if "tau" in raw else default.tau
+    if policy != "none" and "tau" not in raw and "policy" in raw and default.policy == "none":
+        raise SpecError(field + ".tau", f"missing for policy {policy}", "give the time in service before acting")
+    return PoolAction(pool, policy, tau)
+
+
+def _expand_pools(cfg: Mapping[str, Any], base_dir: Path | None) -> dict[str, Any]:
+    """A ``pools`` block stands for two FCFS stations (``pool1``, ``pool2``) and the dispatch
+    rule ``envs.dispatch.PoolsDispatch``."""
+    raw = cfg["pools"]
+    for key in ("stations", "entry", "routing", "actions"):
+        if key in cfg:
+            raise SpecError(key, "cannot be given with 'pools'",
+                            "describe the pools in the pools block (servers, types, size, policy, actions)")
+    example = ("give e.g. {servers: [2, 2], types: [{p: 0.5, speeds: [1, 0.1]}, {p: 0.5, speeds: [0.1, 1]}], "
+               "size: {dist: exponential, mean: 1}}")
+    if not isinstance(raw, Mapping):
+        raise SpecError("pools", f"expected a mapping, got {brief(raw)}", example)
+    check_keys(raw, POOLS_KEYS, "pools", what="a pools block",
+               aliases={"speed": "types", "speeds": "types", "p": "types", "n": "servers", "dist": "size",
+                        "service": "size", "action": "actions", "threshold": "tau"})
+    servers = raw.get("servers")
+    if (not _is_list(servers) or len(servers) != 2
+            or any(isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 10_000
+                   for n in servers)):
+        raise SpecError("pools.servers", f"must be two positive integers [N1, N2], got {brief(servers)}",
+                        "give the number of servers of each pool, e.g. [2, 2]")
+    types = raw.get("types")
+    if not _is_list(types) or not types:
+        raise SpecError("pools.types", f"must be a non-empty list, got {brief(types)}",
+                        "list each job type as {p: probability, speeds: [on pool 1, on pool 2]}")
+    p, speeds = [], []
+    for j, t in enumerate(types):
+        field = f"pools.types[{j}]"
+        if not isinstance(t, Mapping):
+            raise SpecError(field, f"expected a mapping, got {brief(t)}", "give {p: 0.5, speeds: [1.0, 0.1]}")
+        check_keys(t, ("p", "speeds"), field, what="a job type")
+        for key in ("p", "speeds"):
+            if key not in t:
+                raise SpecError(f"{field}.{key}", "missing", "give {p: 0.5, speeds: [1.0, 0.1]}")
+        p.append(_probability(t["p"], field + ".p", "give the type's probability"))
+        sp = number_list(t["speeds"], field + ".speeds", "speeds", "give two speeds > 0: [on pool 1, on pool 2]",
+                         lambda x: None if math.isfinite(x) and x > 0 else "must be finite and > 0")
+        if len(sp) != 2:
+            raise SpecError(field + ".speeds", f"expected two speeds [on pool 1, on pool 2], got {len(sp)}",
+                            "give one speed per pool")
+        speeds.append(sp)
+    if abs(sum(p) - 1.0) > 1e-9:
+        raise SpecError("pools.types", f"the probabilities p sum to {sum(p):.6g}", "make them sum to 1")
+    size = make_distribution(raw.get("size", {"dist": "exponential", "mean": 1.0}), "pools.size", base_dir)
+    know, q, f = raw.get("knowledge", "full"), None, None
+    know_fix = "use full, none, {signal: q} (signal = type w.p. q) or {revealed: f} (type known for a fraction f)"
+    if isinstance(know, Mapping):
+        if len(know) != 1 or next(iter(know)) not in ("signal", "revealed"):
+            raise SpecError("pools.knowledge", f"expected {{signal: q}} or {{revealed: f}}, got {brief(know)}",
+                            know_fix)
+        (kind, value), = know.items()
+        if kind == "signal":
+            q = _probability(value, "pools.knowledge.signal", "give the probability q that the signal is the type")
+        else:
+            f = _probability(value, "pools.knowledge.revealed", "give the fraction f of jobs whose type is known")
+        know = kind
+    elif know not in ("full", "none"):
+        hint = "partial knowledge is {signal: q} or {revealed: f}; " if know in ("partial", "signal", "revealed") else ""
+        raise SpecError("pools.knowledge", f"unknown knowledge level {brief(know)}", hint + know_fix)
+    p_split = _probability(raw.get("p_split", 0.5), "pools.p_split", "give P(pool 1) when the type says nothing")
+    assign = raw.get("assign", "faster")
+    if isinstance(assign, Mapping) and set(assign) == {"split"}:
+        p_split = _probability(assign["split"], "pools.assign.split", "give the probability of pool 1")
+        assign = "split"
+    elif assign not in ("faster", "split"):
+        raise SpecError("pools.assign", f"unknown assignment {brief(assign)}",
+                        "use faster (the faster pool for the known or likely type) or {split: p} (pool 1 w.p. p)")
+    policy = _word(raw.get("policy", "none"), "pools.policy", POOL_POLICIES)
+    if policy != "none" and "tau" not in raw:
+        raise SpecError("pools.tau", f"missing for policy {policy}",
+                        "give the time in service before acting: tau: 2.0 or [tau_1, tau_2]")
+    tau = _pool_tau(raw.get("tau", math.inf), "pools.tau")
+    restart = _word(raw.get("restart", "same"), "pools.restart", POOL_RESTARTS)
+    timer = _word(raw.get("timer", "service"), "pools.timer", POOL_TIMERS)
+    default = PoolAction(-1, policy, tau)
+    if "actions" in raw:
+        acts = raw["actions"]
+        if not _is_list(acts) or not acts:
+            raise SpecError("pools.actions", f"must be a non-empty list, got {brief(acts)}",
+                            "list the controller's choices, e.g. [{pool: 1}, {pool: 2}, {pool: 1, policy: "
+                            "replicate, tau: 1.0}]")
+        actions = tuple(_pool_action(a, f"pools.actions[{i}]", default) for i, a in enumerate(acts))
+    else:
+        actions = (default,)
+    names = [a.name for a in actions]
+    if len(set(names)) != len(names):
+        raise SpecError("pools.actions", f"repeated choices {names}", "list each (pool, policy, tau) once")
+    spec_p = Pools((int(servers[0]), int(servers[1])), tuple(p),
+                   (tuple(s[0] for s in speeds), tuple(s[1] for s in speeds)), size, know, q, f, assign, p_split,
+                   restart, timer, actions)
+    out = dict(cfg)
+    del out["pools"]
+    out["stations"] = [{"name": f"pool{i + 1}", "servers": int(servers[i]), "service": size, "kind": "fcfs"}
+                       for i in range(2)]
+    out["actions"] = names
+    out.setdefault("objective", "response_time")
+    out.setdefault("d_ub", 10.0 * size.mean / min(min(s) for s in speeds))
+    out.setdefault("eps", 0.1)
+    out["pools"] = spec_p
+    return out
+
+
 def _actions(value: Any) -> tuple[str, ...]:
     if not _is_list(value) or len(value) < 2:
         raise SpecError("actions", f"must be a list of at least two choices, got {brief(value)}",
@@ -553,7 +788,10 @@ def _validate(spec: NetworkSpec) -> None:
     if len(names) != n:
         raise SpecError("stations", f"duplicate station names {list(spec.station_names)}",
                         "give every station a unique name")
-    for i, a in enumerate(() if spec.redundancy is not None else spec.actions):
+    if spec.pools is not None and spec.admission:
+        raise SpecError("objective", "the pools system is controlled (every job is served), not admitted",
+                        "use objective: response_time (the default) or deadline")
+    for i, a in enumerate(() if spec.redundancy is not None or spec.pools is not None else spec.actions):
         if a not in (REJECT, ACCEPT) and a not in names:
             raise SpecError(f"actions[{i}]", f"unknown action {a!r}",
                             f"use reject, accept or a station name ({', '.join(spec.station_names)})")

@@ -8,6 +8,7 @@ and on an earlier commit (a git worktree), interleaved, with their ratio.
 
     python experiments/benchmark.py [--sizes 1 256 4096 16384] [--decisions 400000] [--train-seconds 30]
     python experiments/benchmark.py --only compare --baseline-ref 02d85eb
+    python experiments/benchmark.py --only ps        # PS tandem, redundancy-d, two pools
 
 Training speed: decisions per second with learning (one gradient step per vector step)
 on `paper_tandem`, for several numbers of instances, after the replay has filled.
@@ -136,6 +137,21 @@ def redundancy_table(num_envs: int = 4096, decisions: int = 400_000) -> None:
     print(f"\nredundancy-d (N = 10 PS servers, d = 2, load 0.7): B = {num_envs}: {r['decisions_per_s']:,.0f} jobs/s")
 
 
+def pools_table(num_envs: int = 4096, decisions: int = 400_000) -> None:
+    """Two pools (systems.md B): 2 + 2 servers, speeds [[1, 0.1], [0.1, 1]], signal q = 0.8,
+    replicate after tau = 1 in service (timers armed and firing), load 0.6 of the formula's bound."""
+    from drl_ac.theory.pools import PoolsModel, PoolsPolicy, stability_bound
+    bound = stability_bound(PoolsModel((0.5, 0.5), ((1.0, 0.1), (0.1, 1.0)), (2, 2)),
+                            PoolsPolicy(knowledge="signal", q=0.8, action="replicate", tau=1.0))
+    spec = NetworkSpec.from_dict({"name": "pools", "arrival": {"dist": "exponential", "rate": 0.6 * bound},
+                                  "pools": {"servers": [2, 2], "types": [{"p": 0.5, "speeds": [1.0, 0.1]},
+                                                                         {"p": 0.5, "speeds": [0.1, 1.0]}],
+                                            "knowledge": {"signal": 0.8}, "policy": "replicate", "tau": 1.0}})
+    r = measure(spec, lambda obs: np.zeros(obs.shape[0], np.int64), num_envs, decisions)
+    print(f"\npools (2 + 2 FCFS servers, replicate after tau = 1, load 0.6 of the bound): B = {num_envs}: "
+          f"{r['decisions_per_s']:,.0f} jobs/s")
+
+
 # Runs in a subprocess against either checkout: only API common to both engines.
 _RATE = """
 import json, sys, time, numpy as np
@@ -196,6 +212,7 @@ def main() -> None:
     if args.only in (None, "ps"):
         ps_tandem_table()
         redundancy_table()
+        pools_table()
     if args.only in (None, "compare"):
         compare_with(args.baseline_ref, [4096, 16384], args.decisions, args.repeats)
     if args.only in (None, "training"):
