@@ -344,6 +344,7 @@ class PoolTimers:
         self.server_pool = fcfs.slot_station  # pool of each server
         self.slots = fcfs.slots
         self.offset = int(offset)
+        fcfs.align(self.offset, "timer_owner")  # a timer moves with its server's job
         self.stations = np.zeros(0, np.int64)
         self._none = np.zeros(0, np.int64)
 

@@ -32,6 +32,12 @@ class FcfsKind(StationGroup):
         self.slot_station = np.repeat(self.stations, self.servers)  # global station of each server
         self.slots = int(self.servers.sum())
         self.first_server = np.concatenate([[0], np.cumsum(self.servers)[:-1]])
+        self.aligned: list[tuple[int, str]] = []  # others' per-server event blocks and arrays
+
+    def align(self, event_offset: int, array: str) -> None:
+        """Another kind keeps one event column (from ``event_offset``) and one entry of
+        ``array`` per server of this kind (a timer per server): they move with the server."""
+        self.aligned.append((int(event_offset), array))
 
     def init_state(self, rows: int) -> dict[str, np.ndarray]:
         n = self.stations.size
@@ -89,6 +95,10 @@ class FcfsKind(StationGroup):
         base = r * (eng.E - self.slots) + self.offset  # flat event index = row * E + offset + server
         jobs[to], events[base + to] = jobs[last], events[base + last]
         jobs[last], events[base + last] = -1, np.inf
+        for offset, name in self.aligned:
+            a, ev = getattr(st, name).reshape(-1), base + offset - self.offset
+            a[to], events[ev + to] = a[last], events[ev + last]
+            a[last], events[ev + last] = -1, np.inf
 
     def _start(self, eng: Engine, st: State, inst, rows, srv, jid, n, when) -> None:
         K = eng.jobs.capacity
