@@ -28,6 +28,11 @@ class Driver:
         """Decision steps taken since the last reset."""
         return self.engine.t
 
+    @property
+    def holding(self) -> np.ndarray:
+        """(B,) integral of the number of jobs in system over the last step."""
+        return self.engine.holding
+
     def reset(self, seed: int | None = None) -> np.ndarray:
         self.engine.reset(seed)
         return self.observe()

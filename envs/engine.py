@@ -118,6 +118,7 @@ class Engine:
             arrays.update(kind.init_state(B))
         self.state = State(arrays, RecordWaits(self))
         self.t = 0
+        self.holding = np.zeros(B)  # jobs-in-system area over the last step
         self.arrivals = ClassArrivals(self.spec.arrival_processes())
         self.arrivals.reset(self.rng, B)
         self.now, self.arriving = self.arrivals.pop(self.rng)
@@ -185,12 +186,14 @@ class Engine:
 
     def jobs_in_system(self) -> np.ndarray:
         """(B,) number of admitted jobs still in the network."""
-        return self.jobs.live.sum(1)
+        return self.jobs.capacity - self.jobs.free_count
 
     def step(self, action: np.ndarray) -> Outcomes:
         """Apply the decisions for the current arrivals, then advance every instance to its
         next arrival. Returns the outcomes that became known: the probes of the jobs rejected
-        now and the departures of earlier admitted jobs."""
+        now and the departures of earlier admitted jobs. Sets ``holding``: the integral of
+        the number of jobs in system over the step (Little's law: summed over steps, the jobs'
+        total time in system)."""
         action = np.asarray(action, np.int64).reshape(self.B)
         parts: list[Outcomes] = []
         if self.spec.admission:
@@ -204,11 +207,15 @@ class Engine:
             slot = self.jobs.take(admitted)
             self.jobs.action[admitted, slot] = action[admitted]
             self.insert(self.state, self._all, admitted, action[admitted])
+        present = self.jobs_in_system()
         next_arrival, self.arriving = self.arrivals.pop(self.rng)
         exits: list = []
         self.run(self.state, self._all, next_arrival, self._depart(exits))
+        self.holding = present * (next_arrival - self.now)
         if exits:
-            parts.append(self._departures(exits))
+            left = self._departures(exits)
+            self.holding -= np.bincount(left.env, next_arrival[left.env] - left.departure_time, self.B)
+            parts.append(left)
         self.now = next_arrival
         self.t += 1
         self._new_arrival()

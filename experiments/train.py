@@ -54,7 +54,7 @@ from drl_ac.cli import HelpFormatter
 from drl_ac.evaluation.calibration import calibrated_section
 from drl_ac.evaluation.metrics import evaluate, format_metrics
 from drl_ac.learning.learner import LearnerConfig
-from drl_ac.learning.trainer import LAM_MODES, TrainConfig, Trainer
+from drl_ac.learning.trainer import COSTS, LAM_MODES, TrainConfig, Trainer
 from drl_ac.tracking import WandbLogger
 from envs import NetworkSpec, SpecError
 
@@ -70,7 +70,7 @@ FIXED_ON_RESUME = {
     "--batch-size": ("batch_size", "learner.batch_size"), "--lr": ("lr", "learner.lr"),
     "--beta": ("beta", "learner.beta"), "--rbar-update": ("rbar_update", "learner.rbar_update"),
     "--hidden": ("hidden", "learner.hidden"), "--lam-eta": ("lam_eta", "lam_eta"),
-    "--lam-kp": ("lam_kp", "lam_kp"), "--lam-margin": ("lam_margin", "lam_margin"),
+    "--lam-kp": ("lam_kp", "lam_kp"), "--lam-margin": ("lam_margin", "lam_margin"), "--cost": ("cost", "cost"),
 }
 # Options of this invocation only (not stored in the checkpoint): repeated in the resume command.
 RUN_OPTIONS = {"--device": "device", "--threads": "threads", "--calibrate": "calibrate",
@@ -138,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lam-eta", type=float, default=d.lam_eta, help="dual-ascent step of the automatic lam")
     p.add_argument("--lam-kp", type=float, default=d.lam_kp, help="proportional gain (PI) of the automatic lam")
     p.add_argument("--lam-margin", type=float, default=d.lam_margin, help="automatic lam aims at eps - margin")
+    p.add_argument("--cost", choices=list(COSTS), default=d.cost,
+                   help="objective response_time: charge each decision the jobs-in-system area until the next "
+                        "one (holding; Little's law) or its own job's response time (own)")
     p.add_argument("--calibrate", choices=["auto", "on", "off"], default="auto",
                    help="tune the acceptance bias on the learned advantage so violation <= eps - margin "
                         "(auto: on when lam is automatic)")
@@ -172,7 +175,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(scenario=str(args.scenario), num_envs=args.num_envs, lam=args.lam, eps=args.eps,
                        d_ub=args.d_ub, delay=args.delay, seed=args.seed, device=args.device,
                        include_in_service=args.include_in_service, updates_per_step=args.updates_per_step,
-                       lam_eta=args.lam_eta, lam_kp=args.lam_kp, lam_margin=args.lam_margin, learner=learner,
+                       lam_eta=args.lam_eta, lam_kp=args.lam_kp, lam_margin=args.lam_margin, cost=args.cost,
+                       learner=learner,
                        **kwargs)
 
 

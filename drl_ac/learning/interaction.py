@@ -16,10 +16,13 @@ def epsilon_greedy(greedy: np.ndarray, exploration: float, num_actions: int, rng
 
 
 def act(driver: Driver, store: DelayedCompletionStore, t: int, action: np.ndarray,
-        greedy: np.ndarray) -> tuple[np.ndarray, Experiences]:
+        greedy: np.ndarray, per_step_cost: bool = False) -> tuple[np.ndarray, Experiences]:
     """Take decision ``t`` in every instance; returns the next observation and the
-    experiences completed in this step (any earlier decisions, each with its own s, a, s')."""
+    experiences completed in this step (any earlier decisions, each with its own s, a, s').
+    With ``per_step_cost`` decision t is complete now, charged the step's holding cost."""
     store.record(t, action, action == greedy)
     obs, done = driver.step(action)
     store.put_obs(t + 1, obs)
+    if per_step_cost:
+        return obs, store.complete_step(t, driver.holding)
     return obs, store.complete(done, t + 1)

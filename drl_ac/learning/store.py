@@ -32,6 +32,15 @@ class Experiences(NamedTuple):
     cost: np.ndarray  # (M,) the decision's measured cost (delay), for control rewards
 
 
+class _StepOutcome(NamedTuple):
+    """What ``complete`` reads of an outcome, for decisions charged per step."""
+
+    env: np.ndarray
+    step: np.ndarray
+    success: np.ndarray
+    delay: np.ndarray
+
+
 class DelayedCompletionStore:
     def __init__(self, num_envs: int, obs_dim: int, horizon: int = 64):
         self.B, self.D = num_envs, obs_dim
@@ -72,7 +81,7 @@ class DelayedCompletionStore:
         self.index.live[:, at] = True
         self.last = slot
 
-    def complete(self, done: Outcomes, now: int) -> Experiences:
+    def complete(self, done: Outcomes | _StepOutcome, now: int) -> Experiences:
         """Finish the experiences whose outcome is in ``done``. ``now`` is the latest step
         whose observation is stored (every completed step must be < now)."""
         env, step = done.env, done.step
@@ -88,6 +97,14 @@ class DelayedCompletionStore:
                           table.greedy[env, slot], done.success, done.delay.astype(np.float32))
         table.release(env, slot)
         return out
+
+    def complete_step(self, step: int, cost: np.ndarray) -> Experiences:
+        """Finish decision ``step`` of every instance at once with its ``cost`` (a per-step
+        charge such as the holding cost); its s' must be stored."""
+        if step != self.step - 1:
+            raise ValueError(f"step {step}: complete_step needs the observation of step {step + 1} stored last")
+        return self.complete(_StepOutcome(self._all, np.full(self.B, step, np.int64), np.ones(self.B, bool),
+                                          np.asarray(cost, np.float64)), self.step)
 
     def pending_count(self) -> int:
         return int(self.table.live.sum())

@@ -42,6 +42,9 @@ from envs import REWARD_RULES, Driver, NetworkSpec, ObservationEncoding, load_sp
 LAM_MODES = ("auto", "scenario")
 
 
+COSTS = ("holding", "own")
+
+
 @dataclass
 class TrainConfig:
     """Settings of a training run. Every number is checked on construction (``ValueError``
@@ -52,6 +55,13 @@ class TrainConfig:
     scenario's own fixed ``lam``, e.g. the paper's 8 on paper_tandem; auto when it fixes
     none) or a number (a fixed multiplier). ``None`` is read as ``"scenario"`` (files
     written before "auto" became the default).
+
+    ``cost`` (objective ``response_time`` only): how each decision is charged. ``"holding"``
+    (default): the integral of the number of jobs in system until the next decision; by
+    Little's law its average is the mean response time, and a decision is charged at once
+    for the load it adds to everyone (under processor sharing or redundancy a job's own
+    time also depends on later decisions). ``"own"``: its own job's response time, when the
+    job leaves (the delayed-completion path).
     """
 
     scenario: str = "paper_tandem"
@@ -77,6 +87,7 @@ class TrainConfig:
     lam_margin: float = 0.003  # the automatic lam aims at violation eps - margin (evaluation noise)
     lam_start: float = 0.2  # fraction of the run before the automatic lam moves (policy still immature)
     stats_half_life: float = 200_000.0
+    cost: str = "holding"
     learner: LearnerConfig = field(default_factory=LearnerConfig)
 
     def __post_init__(self) -> None:
@@ -129,6 +140,8 @@ class TrainConfig:
                "give the fraction of the run before the automatic multiplier moves")
         _check(self.stats_half_life, "stats_half_life", None, lambda v: math.isfinite(v) and v > 0,
                "a finite number > 0", "give a positive half-life in decisions")
+        if self.cost not in COSTS:
+            raise ValueError(f"cost (--cost): unknown {self.cost!r}. Fix: use one of {', '.join(COSTS)}.")
         check_learner(self.learner)
 
     def spec(self) -> NetworkSpec:
@@ -223,6 +236,7 @@ class Trainer:
         self.store = DelayedCompletionStore(self.B, self.obs_dim)
         self.rng = np.random.default_rng([config.seed, 1])  # exploration
         self.auto_lam = self.spec.admission and self.spec.lam is None
+        self.per_step_cost = self.spec.objective == "response_time" and config.cost == "holding"
         self.multiplier = LagrangeMultiplier(self.spec.eps - (config.lam_margin if self.auto_lam else 0.0),
                                              lam=config.lam_init if self.auto_lam else (self.spec.lam or 0.0),
                                              eta=config.lam_eta, kp=config.lam_kp, every=config.lam_every)
@@ -253,7 +267,7 @@ class Trainer:
         obs_t = torch.from_numpy(self.obs).to(self.device)
         greedy = self.learner.greedy_actions(obs_t).cpu().numpy()
         action = epsilon_greedy(greedy, self.exploration(), self.num_actions, self.rng)
-        self.obs, exp = act(self.driver, self.store, self.t, action, greedy)
+        self.obs, exp = act(self.driver, self.store, self.t, action, greedy, self.per_step_cost)
         self.t += 1
         self.replay.add(exp)
         self.stats.update(exp)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from envs import make_vector
+from envs import Engine, load_spec, make_vector
 
 
 def rollout(seed, num_envs=32, steps=120):
@@ -127,3 +127,22 @@ def test_memory_bound_in_bytes_raises_before_memory_runs_out():
         for _ in range(4000):
             sim.step(np.ones(64, np.int64))
     assert sim.job_bytes(sim.capacity) <= 200_000
+
+
+@pytest.mark.parametrize("scenario", ["paper_tandem", "redundancy_ps"])
+def test_holding_integrates_the_jobs_in_system(scenario):
+    # Little's law, pathwise: the areas summed over the steps equal the time in system of
+    # every admitted job up to the last arrival (all of it for those that left).
+    spec = load_spec(scenario)
+    sim = Engine(spec, 8, seed=3)
+    rng = np.random.default_rng(0)
+    area, total = np.zeros(8), np.zeros(8)
+    for _ in range(300):
+        done = sim.step(rng.integers(1 if spec.admission else 0, spec.num_actions, 8))
+        area += sim.holding
+        left = done.select(done.accepted)
+        np.add.at(total, left.env, left.sojourn)
+    live = sim.jobs.live
+    still = np.where(live, sim.now[:, None] - sim.jobs.arrival_time, 0.0).sum(1)
+    np.testing.assert_allclose(area, total + still, rtol=1e-9)
+    assert (sim.holding >= 0).all() and area.min() > 0

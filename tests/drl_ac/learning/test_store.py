@@ -50,3 +50,24 @@ def test_completion_reported_twice_is_an_error():
     store.complete(row, 1)
     with pytest.raises(RuntimeError, match="not pending"):
         store.complete(row, 1)
+
+
+def test_decisions_charged_per_step_complete_at_once_with_their_own_states():
+    B = 4
+    driver = Driver(load_spec("redundancy_ps"), B, seed=2)
+    obs = driver.reset(2)
+    store = DelayedCompletionStore(B, obs.shape[1], horizon=2)
+    store.put_obs(0, obs)
+    for t in range(50):
+        action = np.full(B, t % 4)
+        store.record(t, action, np.ones(B, bool))
+        nxt, _ = driver.step(action)
+        store.put_obs(t + 1, nxt)
+        exp = store.complete_step(t, driver.holding)
+        np.testing.assert_array_equal(exp.obs, obs)
+        np.testing.assert_array_equal(exp.next_obs, nxt)
+        assert (exp.action == t % 4).all() and store.pending_count() == 0
+        np.testing.assert_allclose(exp.cost, driver.holding.astype(np.float32))
+        obs = nxt
+    with pytest.raises(ValueError, match="complete_step"):
+        store.complete_step(10, driver.holding)
