@@ -88,7 +88,7 @@ class Probe:
         else:  # the job misses iff its waits exceed d_ub minus the work its delay counts
             horizon = start + d_ub - (total if eng.spec.delay == "sojourn" else last)
         follow = Follow(eng, slot, horizon)
-        clone = follow.state = eng.state.take(rows, follow)
+        clone = follow.state = eng.state.take(rows, follow, blank=eng.job_arrays)
         local = np.arange(R)
         eng.insert(clone, rows, local, None)
         eng.run(clone, rows, follow.horizon, follow.on_exit)

@@ -48,8 +48,13 @@ class State:
     def arrays(self) -> dict[str, np.ndarray]:
         return {k: getattr(self, k) for k in self.names}
 
-    def take(self, rows: np.ndarray, observer: Observer) -> State:
-        return State({k: getattr(self, k)[rows] for k in self.names}, observer)
+    def take(self, rows: np.ndarray, observer: Observer, blank: tuple[str, ...] = ()) -> State:
+        """A copy of ``rows``; the arrays named in ``blank`` start at zero instead (a probe's
+        per-job clocks: it reads only those of the job it follows, which it sets itself)."""
+        def part(k: str) -> np.ndarray:
+            a = getattr(self, k)
+            return np.zeros((rows.size,) + a.shape[1:], a.dtype) if k in blank else a[rows]
+        return State({k: part(k) for k in self.names}, observer)
 
 
 class StationGroup:
