@@ -32,6 +32,7 @@ class ProbabilisticRouting:
 
     draws_service = False  # the stations' own service laws give each job's work
     cancels = False
+    reports = False  # the engine builds the outcome rows (a rule with reports=True builds its own)
 
     def __init__(self, spec: NetworkSpec):
         self.N = spec.num_stations
@@ -97,6 +98,7 @@ class CopyToD:
 
     draws_service = True
     cancels = True
+    reports = False
 
     def __init__(self, spec: NetworkSpec):
         self.red = spec.redundancy
@@ -139,3 +141,11 @@ class CopyToD:
             m = np.flatnonzero((j < d) & (s != n))
             if m.size:
                 eng.cancel(st, inst, rows[m], jid[m], s[m], when[m])
+
+
+def make_routing(spec: NetworkSpec):
+    """The dispatch rule a spec describes: a cell's, copy-to-d (redundancy), or routing."""
+    if spec.cell is not None:
+        from envs.kinds.cell import CellDispatch
+        return CellDispatch(spec)
+    return CopyToD(spec) if spec.redundancy is not None else ProbabilisticRouting(spec)

@@ -18,8 +18,9 @@ def epsilon_greedy(greedy: np.ndarray, exploration: float, num_actions: int, rng
 def act(driver: Driver, store: DelayedCompletionStore, t: int, action: np.ndarray,
         greedy: np.ndarray) -> tuple[np.ndarray, Experiences]:
     """Take decision ``t`` in every instance; returns the next observation and the
-    experiences completed in this step (any earlier decisions, each with its own s, a, s')."""
+    experiences completed in this step (any earlier decisions, each with its own s, a, s').
+    Rows that are not decisions (a cell's handover sessions) never reach the store."""
     store.record(t, action, action == greedy)
     obs, done = driver.step(action)
     store.put_obs(t + 1, obs)
-    return obs, store.complete(done, t + 1)
+    return obs, store.complete(done.decisions(), t + 1)
