@@ -129,3 +129,83 @@ def test_cell_spec_round_trip():
         spec = load_spec(name)
         again = NetworkSpec.from_dict(spec.to_dict())
         assert again.cell == spec.cell and again.classes == spec.classes
+
+
+# ---------------------------------------------------------------------- channel (CQI) and drops
+def test_prbs_for_rate_follows_38_214_table():
+    from envs.cellspec import CQI_EFFICIENCY, RE_PER_PRB_PER_S, prbs_for_rate
+
+    assert RE_PER_PRB_PER_S == 168_000 and len(CQI_EFFICIENCY) == 15
+    assert CQI_EFFICIENCY[0] == 0.1523 and CQI_EFFICIENCY[6] == 1.4766 and CQI_EFFICIENCY[14] == 5.5547
+    assert prbs_for_rate(1.0, 7) == 5  # 1e6 / (168e3 * 1.4766) = 4.03
+    assert prbs_for_rate(0.7, 7) == 3 and prbs_for_rate(0.7, 6) == 4  # 2.82, 3.54
+    assert list(prbs_for_rate(0.5, np.arange(1, 16))) == [20, 13, 8, 5, 4, 3, 3, 2, 2, 2, 1, 1, 1, 1, 1]
+    assert prbs_for_rate(0.168 * 2.4063 * 3, 9) == 3  # an exact multiple is not rounded up
+
+
+def _trace_engine(drop, video_priority=1):
+    """C = 10; video: 0.7 Mbit/s on CQI 6..7 (3 PRBs at 7, 4 at 6), starts at 7; data: 3 PRBs.
+    Arrivals: video at 1, 2, 3, 4...; data at 1.6, 3.2, ... Sessions last 100."""
+    from envs import Engine
+
+    slow = {"up": 1e-9, "down": 1e-9, "init": 7, "range": [6, 7]}
+    spec = NetworkSpec.from_dict({"name": "trace", "eps": 0.02, "cell": {"prbs": 10, "drop": drop, "types": [
+        {"name": "video", "arrival": {"dist": "deterministic", "mean": 1.0}, "gbr": 0.7, "cqi": slow,
+         "session": {"dist": "deterministic", "mean": 100.0}, "priority": video_priority},
+        {"name": "data", "arrival": {"dist": "deterministic", "mean": 1.6}, "prbs": 3,
+         "session": {"dist": "deterministic", "mean": 100.0}, "priority": 0}]}})
+    eng = Engine(spec, 1, seed=0)
+    for _ in range(3):  # video@1, data@1.6, video@2: 3 + 3 + 3 = 9 PRBs
+        assert len(eng.step(np.ones(1, np.int64))) == 0
+    st, kind = eng.state, eng.kinds[0]
+    assert eng.now[0] == 3.0 and st.cell_used[0] == 9 and list(st.cell_ues[0]) == [2, 1]
+    video = np.flatnonzero((st.cell_job[0] >= 0) & (st.cell_type[0] == 0))
+    for s, at in zip(video, (3.05, 3.1), strict=True):  # both videos drop from CQI 7 to 6 (the only way)
+        st.cell_next[0, s] = at
+        st.next_event[0, kind.offset + s] = at
+    return eng
+
+
+@pytest.mark.parametrize("drop, video_priority, victim", [("grown", 1, "video@2"), ("lowest_priority", 1, "data@1.6"),
+                                                          ("lowest_priority", 0, "video@2")])
+def test_hand_trace_of_a_cqi_drop(drop, video_priority, victim):
+    """video@1 grows to 4 PRBs at 3.05 (10 in use: fits); video@2 grows at 3.1 (11 > 10): 'grown'
+    drops video@2; 'lowest_priority' drops data@1.6 (priority 0 < 1), or, all priorities equal,
+    the grown video@2 first. The video arriving at 3 is rejected: it would not fit (9 + 3)."""
+    eng = _trace_engine(drop, video_priority)
+    done = eng.step(np.zeros(1, np.int64))  # reject video@3, run to data@3.2
+    assert eng.now[0] == 3.2
+    probe = done.select(done.step == 3)
+    assert probe.measures["blocked"].all() and not probe.success.any() and not probe.accepted.any()
+    drops = done.select(done.measures["dropped"])
+    assert len(drops) == 1 and drops.departure_time[0] == 3.1 and not drops.success[0] and drops.accepted[0]
+    arrived = {"video@2": 2.0, "data@1.6": 1.6}[victim]
+    assert drops.arrival_time[0] == arrived and drops.delay[0] == pytest.approx(3.1 - arrived)
+    st = eng.state
+    used = {"video@2": 4 + 3, "data@1.6": 4 + 4}[victim]
+    assert st.cell_used[0] == used == st.cell_demand[0][st.cell_job[0] >= 0].sum()
+    assert sorted(st.cell_cqi[0][(st.cell_job[0] >= 0) & (st.cell_type[0] == 0)]) == [6] * (2 if victim[0] == "d" else 1)
+
+
+def test_cqi_process_is_the_birth_death_chain():
+    """CQI 5..8, up 2, down 1, started from the stationary law pi_c ~ 2^(c-5): every UE's CQI is
+    stationary at every time, so the UEs per CQI seen by arrivals (PASTA) follow pi."""
+    pi = 2.0 ** np.arange(4) / 15
+    spec = NetworkSpec.from_dict({"name": "cqi", "eps": 0.02, "cell": {"prbs": 1000, "cqi_bands": [6, 7, 8], "types": [
+        {"name": "ue", "arrival": {"dist": "poisson", "rate": 5.0}, "session": {"dist": "exponential", "mean": 1.0},
+         "gbr": 0.5, "cqi": {"up": 2.0, "down": 1.0, "range": [5, 8], "init": [0] * 4 + list(pi) + [0] * 7}}]}})
+    driver = Driver(spec, 128, seed=2)
+    assert driver.encoding.width == 3 + 4
+    counts = np.zeros((128, 4))
+    obs = driver.observe()
+    for t in range(400):
+        if t >= 50:
+            counts += obs[:, 3:]
+        obs, _ = driver.step(np.ones(128, np.int64))
+    assert (obs[:, 0] == obs[:, 3:].sum(1)).all()
+    frac = counts / counts.sum(1, keepdims=True)
+    for c in range(4):
+        est, se = frac[:, c].mean(), frac[:, c].std(ddof=1) / np.sqrt(128)
+        _close(est, se, pi[c], f"P(CQI = {c + 5})")
+    moves = driver.engine.state.cell_moves[driver.engine.state.cell_job >= 0]
+    assert moves.mean() > 0.5  # the channel does move (mean time in a session: up to 3 moves per unit)
