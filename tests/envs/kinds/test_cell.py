@@ -209,3 +209,53 @@ def test_cqi_process_is_the_birth_death_chain():
         _close(est, se, pi[c], f"P(CQI = {c + 5})")
     moves = driver.engine.state.cell_moves[driver.engine.state.cell_job >= 0]
     assert moves.mean() > 0.5  # the channel does move (mean time in a session: up to 3 moves per unit)
+
+
+# ---------------------------------------------------------------------- probe
+def _busy_cell(drop):
+    return NetworkSpec.from_dict({"name": "busy", "eps": 0.02, "cell": {"prbs": 20, "drop": drop, "types": [
+        {"name": "video", "arrival": {"dist": "poisson", "rate": 3.0}, "session": {"dist": "lognormal", "mean": 1.5,
+                                                                                    "scv": 1.5},
+         "gbr": 1.0, "cqi": {"up": 3.0, "down": 3.0, "range": [4, 10]}, "priority": 2,
+         "handover": {"dist": "poisson", "rate": 0.5}},
+        {"name": "voice", "arrival": {"dist": "poisson", "rate": 3.0}, "session": {"dist": "exponential", "mean": 1.0},
+         "prbs": 1, "priority": 1, "handover": {"dist": "poisson", "rate": 1.0}}]}})
+
+
+@pytest.mark.parametrize("drop", ["grown", "lowest_priority"])
+def test_probe_is_exact(drop):
+    """The probe's outcome for the UE arriving now equals what happens to it when it is
+    admitted in a copy of the cell run with no further arrivals (handovers included); the
+    real cell and its random stream are untouched."""
+    from envs import Engine
+
+    spec, B = _busy_cell(drop), 256
+    eng = Engine(spec, B, seed=5)
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        eng.step((rng.random(B) < 0.8).astype(np.int64))
+    before = eng.get_state()
+    probe = eng.counterfactual(np.arange(B))
+    after = eng.get_state()
+    assert after["rng"] == before["rng"]
+    for k, v in before["dynamics"].items():
+        assert np.array_equal(v, after["dynamics"][k]), k
+    twin = Engine(spec, B, seed=99)
+    twin.set_state(before)
+    every = np.arange(B)
+    slot = twin.jobs.take(every)
+    twin.jobs.action[every, slot] = 1
+    twin.insert(twin.state, every, every, np.ones(B, np.int64))
+    done = twin.drain()
+    real = done.select((done.step == eng.t) & done.decision)
+    real = real.select(np.argsort(real.env))
+    assert np.array_equal(real.env, every)
+    assert np.array_equal(probe.success, real.success)
+    assert np.array_equal(probe.departure_time, real.departure_time)
+    assert np.array_equal(probe.delay, real.delay)
+    fits = ~real.measures["blocked"]
+    assert probe.measures["blocked"].all() and not probe.accepted.any()
+    assert real.measures["dropped"].sum() >= 5 and fits.sum() >= B // 4  # the check has teeth: drops happen
+    assert (probe.success == (fits & ~real.measures["dropped"])).all()
+    voice_dropped = (real.measures["dropped"] & (real.measures["type"] == 1)).any()
+    assert voice_dropped == (drop == "lowest_priority")  # voice (fixed PRBs) only falls to others' growth
