@@ -388,6 +388,8 @@ class CellDispatch:
         dyn = np.array([t.dynamic for t in self.cell.types])
         # can a UE of each type be dropped once admitted? only by CQI moves (its own under 'grown')
         self.can_drop = dyn if self.cell.drop == "grown" else np.full(dyn.size, dyn.any())
+        table = self.cell.demand_table()
+        self.most = np.where(table < (1 << 40), table, 0).max(1)  # the most PRBs a UE of each type can need
 
     def draw(self, rng: np.random.Generator, jobs: SlotTable, slot: np.ndarray) -> None:
         every = np.arange(jobs.rows)
@@ -436,8 +438,9 @@ class CellDispatch:
     def probe(self, eng: Engine, rows: np.ndarray) -> Outcomes:
         """Would the UE blocked now at ``rows`` have finished its session undropped, had it
         been admitted, with no further arrivals (handovers included)? Decided at once when
-        it does not fit or can never be dropped; else by a copy of those rows run until it
-        leaves (its channel and everyone's replay their keys, so this is exact)."""
+        it does not fit or can never be dropped (its type cannot be, or all present could
+        need their most PRBs at once and still fit); else by a copy of those rows run until
+        it leaves (its channel and everyone's replay their keys, so this is exact)."""
         from envs.probe import Follow
 
         jobs, st = eng.jobs, eng.state
@@ -449,7 +452,10 @@ class CellDispatch:
         fits = st.cell_used[rows] + kind.table[typ, jobs.cqi0[rows, slot]] <= kind.C
         fate = np.where(fits, FINISHED, BLOCKED)
         departure = np.where(fits, start + session, start)
-        run = np.flatnonzero(fits & self.can_drop[typ])
+        # no arrivals in a probe: if every UE present and this one could all need their most
+        # PRBs at once and still fit, nobody is ever dropped
+        safe = st.cell_ues[rows] @ self.most + self.most[typ] <= kind.C
+        run = np.flatnonzero(fits & self.can_drop[typ] & ~safe)
         if run.size:
             r = rows[run]
             follow = Follow(eng, slot[run], np.full(run.size, np.inf))

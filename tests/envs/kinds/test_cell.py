@@ -259,3 +259,52 @@ def test_probe_is_exact(drop):
     assert (probe.success == (fits & ~real.measures["dropped"])).all()
     voice_dropped = (real.measures["dropped"] & (real.measures["type"] == 1)).any()
     assert voice_dropped == (drop == "lowest_priority")  # voice (fixed PRBs) only falls to others' growth
+
+
+# ---------------------------------------------------------------------- small cell vs its CTMC, observation
+def test_cell_small_matches_its_ctmc():
+    """Accept-all on cell_small: blocking and P(dropped | carried) equal the CTMC's
+    (drl_ac.theory.cell_ctmc), which also feeds the exact admission LP."""
+    from drl_ac.theory.cell import admission_lp, evaluate_admission_policy
+    from drl_ac.theory.cell_ctmc import cell_chain
+
+    spec = load_spec("cell_small")
+    chain = cell_chain(spec.cell)
+    assert len(chain.states) == 16 and chain.streams == [(0, 8), (0, 9)]
+    exact = evaluate_admission_policy(chain.request_rates, chain.admit_to, chain.transitions,
+                                      np.ones_like(chain.request_rates))
+    done = _run(spec, num_envs=256, steps=300)
+    blocked, dropped = done.measures["blocked"], done.measures["dropped"]
+    per = lambda v: np.bincount(done.env, weights=v.astype(float), minlength=256)  # noqa: E731
+    _close(*ratio_estimate(per(blocked), per(np.ones(len(done)))), exact.blocking, "blocking")
+    _close(*ratio_estimate(per(dropped), per(~blocked)), exact.dropping, "P(dropped | carried)")
+    best = admission_lp(chain.request_rates, chain.admit_to, chain.transitions, spec.eps)
+    assert best.dropping <= spec.eps + 1e-9 and exact.blocking < best.blocking < 1
+
+
+def test_cell_5g_observation():
+    from envs.cellspec import prbs_for_rate
+
+    spec = load_spec("cell_5g")
+    assert spec.cell.prbs == 106 and len(spec.cell.types) == 3 and spec.period == 1440 and spec.eps == 0.02
+    driver = Driver(spec, 32, seed=0)
+    enc = driver.encoding
+    assert enc.width == 19 == enc.scale(spec).size
+    rng = np.random.default_rng(1)
+    obs = driver.observe()
+    for _ in range(300):
+        obs, done = driver.step((rng.random(32) < 0.9).astype(np.int64))
+    eng, st = driver.engine, driver.engine.state
+    live = st.cell_job >= 0
+    assert (obs[:, :3] == np.stack([(live & (st.cell_type == k)).sum(1) for k in range(3)], 1)).all()
+    assert (obs[:, 3] == (st.cell_demand * live).sum(1)).all()
+    assert (obs[:, 4:7] == np.eye(3)[eng.arriving]).all()
+    every = np.arange(32)
+    gbr = np.array([t.gbr for t in spec.cell.types])[eng.arriving]
+    assert (obs[:, 7] == prbs_for_rate(gbr, eng.jobs.cqi0[every, eng.slot])).all()
+    angle = 2 * np.pi * eng.now / 1440
+    assert np.allclose(obs[:, 8:10], 1 + np.stack([np.sin(angle), np.cos(angle)], 1), atol=1e-5)
+    bands = obs[:, 10:].reshape(32, 3, 3)
+    assert (bands.sum(2) == obs[:, :3]).all() and (obs >= 0).all()
+    assert set(done.info()) >= {"env", "step", "accepted", "delay", "action", "success", "blocked", "dropped",
+                                "type", "handover", "session"}
