@@ -366,6 +366,40 @@ class CellKind(StationGroup):
         raise NotImplementedError("a cell holds no copies to cancel")
 
 
+def _safe_stop_class():
+    from envs.probe import Follow
+
+    class SafeStop(Follow):
+        """A probe's observer that also stops a row as soon as its UE is safe: whenever a UE
+        leaves, if all present could need their most PRBs at once and still fit, nobody is
+        dropped any more (no arrivals in a probe), so the UE finishes at its end."""
+
+        def __init__(self, eng, job, horizon, most, C, end):
+            super().__init__(eng, job, horizon)
+            self.most, self.C, self.end = most, C, end
+
+        def on_exit(self, rows, jid, n, when):
+            mine = super().on_exit(rows, jid, n, when)
+            safe = self.state.cell_ues[rows] @ self.most <= self.C
+            if mine is not None:  # a row whose UE left in this event (several may leave at once) is decided
+                safe &= ~np.isin(rows, rows[mine])
+            if not safe.any():
+                return mine
+            self.departure[rows[safe]] = self.end[rows[safe]]
+            return safe if mine is None else (safe | mine)
+
+    return SafeStop
+
+
+def _SafeStop(*args):  # noqa: N802  (built lazily: envs.probe imports envs.outcomes only, but keep kinds light)
+    global _SAFE
+    if _SAFE is None:
+        _SAFE = _safe_stop_class()
+    return _SAFE(*args)
+
+
+_SAFE = None
+
 MEASURES = (("blocked", bool), ("dropped", bool), ("type", np.int64), ("handover", bool), ("session", np.float64))
 
 
@@ -441,8 +475,6 @@ class CellDispatch:
         it does not fit or can never be dropped (its type cannot be, or all present could
         need their most PRBs at once and still fit); else by a copy of those rows run until
         it leaves (its channel and everyone's replay their keys, so this is exact)."""
-        from envs.probe import Follow
-
         jobs, st = eng.jobs, eng.state
         slot = eng.slot[rows]
         typ = jobs.job_class[rows, slot]
@@ -458,7 +490,7 @@ class CellDispatch:
         run = np.flatnonzero(fits & self.can_drop[typ] & ~safe)
         if run.size:
             r = rows[run]
-            follow = Follow(eng, slot[run], np.full(run.size, np.inf))
+            follow = _SafeStop(eng, slot[run], np.full(run.size, np.inf), self.most, kind.C, (start + session)[run])
             clone = follow.state = st.take(r, follow)
             clone.next_event[:, eng.exogenous] = np.inf
             local = np.arange(run.size)
