@@ -32,6 +32,7 @@ class ProbabilisticRouting:
 
     draws_service = False  # the stations' own service laws give each job's work
     cancels = False
+    reports = False  # the engine builds the outcome rows (a rule with reports=True builds its own)
 
     def __init__(self, spec: NetworkSpec):
         self.N = spec.num_stations
@@ -97,6 +98,7 @@ class CopyToD:
 
     draws_service = True
     cancels = True
+    reports = False
 
     def __init__(self, spec: NetworkSpec):
         self.red = spec.redundancy
@@ -175,6 +177,7 @@ class PoolsDispatch:
 
     draws_service = True
     cancels = True
+    reports = False
 
     def __init__(self, spec: NetworkSpec):
         self.pools = pools = spec.pools
@@ -336,6 +339,8 @@ class PoolTimers:
     it serves no station, so it reports no finished job; firing hands the job to the rule."""
 
     name = "timers"
+    job_arrays: tuple[str, ...] = ()
+    exogenous = np.empty(0, np.int64)
 
     def __init__(self, fcfs, offset: int):
         if fcfs.offset != 0 or fcfs.name != "fcfs":
@@ -371,9 +376,15 @@ class PoolTimers:
     def clear(self, st, rows: np.ndarray) -> None:
         st.timer_owner[rows] = -1
 
+    def start(self, eng, st, rows: np.ndarray) -> None:
+        """Nothing to schedule before the first job."""
+
 
 def make_routing(spec: NetworkSpec):
-    """The dispatch rule a spec describes."""
+    """The dispatch rule a spec describes: a cell's, copy-to-d (redundancy), two pools, or routing."""
+    if spec.cell is not None:
+        from envs.kinds.cell import CellDispatch
+        return CellDispatch(spec)
     if spec.redundancy is not None:
         return CopyToD(spec)
     if spec.pools is not None:

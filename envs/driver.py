@@ -22,6 +22,7 @@ class Driver:
         self.engine = Engine(spec, num_envs, seed=seed, **engine_options)
         self.num_envs = self.engine.B
         self.num_actions = spec.num_actions
+        self._empty = getattr(self.engine.routing, "empty", None)  # a step without rows, with the system's measures
 
     @property
     def t(self) -> int:
@@ -53,4 +54,6 @@ class Driver:
                              f"{actions.shape} dtype {actions.dtype}. Fix: one action per instance "
                              f"({', '.join(f'{i} {a}' for i, a in enumerate(self.spec.actions))}).")
         done = self.engine.step(actions)
+        if self._empty is not None and not len(done):
+            done = self._empty(self.engine.N)
         return self.observe(), done

@@ -76,7 +76,7 @@ class Engine:
         offset = 0
         for name in dict.fromkeys(st.kind for st in spec.stations):
             members = [n for n, st in enumerate(spec.stations) if st.kind == name]
-            kind = KINDS[name](members, [spec.stations[n].servers for n in members], offset, self.N)
+            kind = KINDS[name].build(spec, members, [spec.stations[n].servers for n in members], offset, self.N)
             self.station_kind[members] = len(self.kinds)
             self.kinds.append(kind)
             offset += kind.slots
@@ -91,6 +91,8 @@ class Engine:
         # per-job clocks that a probe must copy: waits, and with cancellation what the copies used
         self.job_arrays = ("since", "wait_sum") + (("cancelled_work", "cancelled_started") if self.routing.cancels
                                                    else ())
+        self.job_arrays += tuple(a for kind in self.kinds for a in kind.job_arrays)  # e.g. a cell UE's fate
+        self.exogenous = np.concatenate([kind.exogenous for kind in self.kinds])  # off in probes and drain
         self.d_ub = spec.class_deadlines()  # per job class
         self.columns = (Column("step", (), np.int64), Column("arrival_time"), Column("job_class", (), np.int64),
                         Column("action", (), np.int64),
@@ -117,6 +119,8 @@ class Engine:
         for kind in self.kinds:
             arrays.update(kind.init_state(B))
         self.state = State(arrays, RecordWaits(self))
+        for kind in self.kinds:
+            kind.start(self, self.state, self._all)
         self.t = 0
         self.holding = np.zeros(B)  # jobs-in-system area over the last step
         self.arrivals = ClassArrivals(self.spec.arrival_processes())
@@ -132,6 +136,7 @@ class Engine:
         st.next_event[rows] = np.inf
         for kind in self.kinds:
             kind.clear(st, rows)
+            kind.start(self, st, rows)
         slot = self.slot[rows]
         self.jobs.clear(rows, keep=slot)  # the job arriving now keeps its slot and its draws
         fresh = ClassArrivals(self.arrivals.processes)
@@ -222,7 +227,9 @@ class Engine:
         return Outcomes.concat(parts, self.N)
 
     def drain(self) -> Outcomes:
-        """Serve every job in the network with no further arrivals (for tests and evaluation)."""
+        """Serve every job in the network with no further arrivals (for tests and evaluation);
+        arrivals made inside a kind (a cell's handovers) stop for good."""
+        self.state.next_event[:, self.exogenous] = np.inf
         exits: list = []
         self.run(self.state, self._all, np.full(self.B, np.inf), self._depart(exits))
         return self._departures(exits) if exits else Outcomes.empty(self.N)
@@ -376,6 +383,8 @@ class Engine:
     def _departures(self, exits: list) -> Outcomes:
         """Outcome rows of the jobs that left, and free their table slots."""
         rows, jid, n, when = (np.concatenate(col) for col in zip(*exits, strict=True))
+        if self.routing.reports:  # the system's own rows (a cell: success = not dropped)
+            return self.routing.departures(self, rows, jid, n, when)
         jobs, N = self.jobs, self.N
         K = jobs.capacity
         fk = rows * K + jid

@@ -9,6 +9,10 @@ arriving job's class, one-hot; with a periodic arrival profile the phase of the 
 input transform needs), so a controller can anticipate the busy hours. Two pools
 (systems.md B): jobs waiting per pool, busy servers per pool, then the arriving job's type
 information one-hot (``info_width`` = types + 1: the type or signal, last = nothing known).
+
+A cell (``spec.cell``) is observed as: UEs per type, PRBs in use, the arriving UE's type
+(one-hot, with several types), its PRB demand, the phase of the period (with a profile)
+and, when the cell block lists ``cqi_bands``, UEs per (type, CQI band).
 """
 
 from __future__ import annotations
@@ -30,22 +34,31 @@ class ObservationEncoding:
     period: float | None = None
     pool: bool = False  # identical servers (redundancy): jobs per server sorted, then the total
     info_width: int = 0  # two pools: one-hot of the arriving job's type information (types + 1)
+    cell_bands: int = -1  # a cell: CQI bands observed per type (0: none); -1: not a cell
 
     @classmethod
     def for_spec(cls, spec: NetworkSpec, include_in_service: bool = False) -> ObservationEncoding:
         pool = spec.redundancy is not None
         if spec.pools is not None:  # the busy servers per pool always: they show what a timer may free
-            return cls(spec.num_stations, True, spec.num_classes, spec.period, False, spec.pools.num_types + 1)
+            return cls(spec.num_stations, True, spec.num_classes, spec.period, False, spec.pools.num_types + 1, -1)
+        if spec.cell is not None:
+            bands = len(spec.cell.cqi_bands) + 1 if spec.cell.cqi_bands else 0
+            return cls(spec.num_stations, False, spec.num_classes, spec.period, False, 0, bands)
         return cls(spec.num_stations, include_in_service and not pool, spec.num_classes, spec.period, pool)
 
     @property
     def width(self) -> int:
-        n = self.num_stations + 1 if self.pool else self.num_stations * (2 if self.include_in_service else 1)
+        if self.cell_bands >= 0:  # UEs per type, PRBs in use, demand (+ per band)
+            n = self.num_classes * (1 + self.cell_bands) + 2
+        else:
+            n = self.num_stations + 1 if self.pool else self.num_stations * (2 if self.include_in_service else 1)
         return (n + (self.num_classes if self.num_classes > 1 else 0) + (2 if self.period else 0)
                 + self.info_width)
 
     def encode(self, eng: Engine) -> np.ndarray:
         """(B, width) float32 features of the current arrival in every instance."""
+        if self.cell_bands >= 0:
+            return self._encode_cell(eng)
         if self.pool:  # the servers are exchangeable: their order carries no information
             present = eng.waiting() + eng.busy()
             parts = [-np.sort(-present, axis=1), eng.jobs_in_system()[:, None]]
@@ -56,14 +69,41 @@ class ObservationEncoding:
         if self.num_classes > 1:
             parts.append(np.eye(self.num_classes)[eng.arriving])
         if self.period:
-            angle = 2 * np.pi * (eng.now % self.period) / self.period
-            parts.append(1.0 + np.stack([np.sin(angle), np.cos(angle)], 1))  # shifted: features stay >= 0
+            parts.append(self._phase(eng))
         if self.info_width:
             parts.append(np.eye(self.info_width)[eng.jobs.info[eng._all, eng.slot]])
         return parts[0].astype(np.float32) if len(parts) == 1 else np.concatenate(parts, 1).astype(np.float32)
 
+    def _phase(self, eng: Engine) -> np.ndarray:
+        """(B, 2) 1 + (sin, cos) of the phase of the period: shifted so features stay >= 0."""
+        angle = 2 * np.pi * (eng.now % self.period) / self.period
+        return 1.0 + np.stack([np.sin(angle), np.cos(angle)], 1)
+
+    def _encode_cell(self, eng: Engine) -> np.ndarray:
+        ues, used, demand, *bands = eng.kinds[0].features(eng, self.cell_bands > 0)
+        parts = [ues, used]
+        if self.num_classes > 1:
+            parts.append(np.eye(self.num_classes)[eng.arriving])
+        parts.append(demand)
+        if self.period:
+            parts.append(self._phase(eng))
+        return np.concatenate(parts + bands, 1).astype(np.float32)
+
     def scale(self, spec: NetworkSpec) -> np.ndarray:
-        """Per-feature normaliser for the Q-network: a station's servers for its counts, 1 else."""
+        """Per-feature normaliser for the Q-network: a station's servers for its counts, 1 else
+        (a cell: the most UEs of a type it can hold for UE counts, its PRBs for PRBs)."""
+        if self.cell_bands >= 0:
+            C = spec.cell.prbs
+            most = (C // spec.cell.demand_table().min(1)).astype(np.float32)
+            parts = [most, np.array([C], np.float32)]
+            if self.num_classes > 1:
+                parts.append(np.ones(self.num_classes, np.float32))
+            parts.append(np.array([C], np.float32))
+            if self.period:
+                parts.append(np.ones(2, np.float32))
+            if self.cell_bands:
+                parts.append(np.repeat(most, self.cell_bands))
+            return np.concatenate(parts)
         servers = spec.servers.astype(np.float32)
         if self.pool:
             parts = [servers, np.array([servers.sum()], np.float32)]
@@ -92,4 +132,5 @@ class ObservationEncoding:
     def from_dict(cls, d: dict[str, Any]) -> ObservationEncoding:
         period = d.get("period")
         return cls(int(d["num_stations"]), bool(d.get("include_in_service", False)), int(d.get("num_classes", 1)),
-                   None if period is None else float(period), bool(d.get("pool", False)), int(d.get("info_width", 0)))
+                   None if period is None else float(period), bool(d.get("pool", False)), int(d.get("info_width", 0)),
+                   int(d.get("cell_bands", -1)))

@@ -75,6 +75,8 @@ class Probe:
 
     def run(self, rows: np.ndarray) -> Outcomes:
         eng = self.eng
+        if eng.routing.reports:  # a system that scores its own decisions (the cell: CellDispatch.probe)
+            return eng.routing.probe(eng, rows)
         R, t = rows.size, eng.t
         slot = eng.slot[rows]
         jobs = eng.jobs

@@ -55,9 +55,14 @@ def warm_up(driver: Driver, policy: Policy, chunk: int = 100, min_steps: int = 3
     for thousands of arrivals). After each ``chunk`` of steps the mean number in system over
     the chunk is compared with the previous chunk's: stationary once the change is within
     ``z`` standard errors (across instances) twice in a row, after at least ``min_steps``.
-    ``max_steps`` bounds the warm-up of a system that never settles (an unstable one).
+    ``max_steps`` bounds the warm-up of a system that never settles (an unstable one). With a
+    periodic arrival profile the number in system follows the profile and never settles in
+    this sense: the warm-up is then ``min_steps`` (enough to forget the empty start when
+    sessions are short against the period; the window starts at that phase of the period).
     """
     eng = driver.engine
+    if driver.spec.period is not None:
+        max_steps = min(max_steps, min_steps)
     obs = driver.observe()
     previous, calm, steps = None, 0, 0
     while steps < max_steps:

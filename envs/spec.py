@@ -18,18 +18,19 @@ import numpy as np
 import yaml
 
 from envs.arrivals import ArrivalProcess, PoissonProfileArrivals, RenewalArrivals, make_arrivals
+from envs.cellspec import CellSpec, make_cell
 from envs.distributions import Distribution, make_distribution, read_text_file
 from envs.errors import SpecError, as_number, brief, check_keys, did_you_mean, number_list
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 DELAY_MEASURES = ("sojourn", "paper")
-STATION_KINDS = ("fcfs", "ps")
+STATION_KINDS = ("fcfs", "ps", "cell")
 OBJECTIVES = ("admission", "response_time", "deadline")
 REJECT, ACCEPT = "reject", "accept"
 EXIT = "exit"
 RESERVED_NAMES = (EXIT, REJECT, ACCEPT)  # the routing sink and the controller's own actions
 TOP_KEYS = ("name", "arrival", "classes", "stations", "entry", "routing", "d_ub", "eps", "lam", "delay",
-            "actions", "objective", "redundancy", "pools")
+            "actions", "objective", "redundancy", "pools", "cell")
 POOLS_KEYS = ("servers", "types", "size", "knowledge", "assign", "p_split", "policy", "tau", "restart", "timer",
               "actions")
 POOL_ACTION_KEYS = ("pool", "policy", "tau")
@@ -193,6 +194,7 @@ class NetworkSpec:
     classes: tuple[JobClass, ...] = ()
     redundancy: Redundancy | None = None
     pools: Pools | None = None
+    cell: CellSpec | None = None  # a 5G cell (envs.cellspec): one station of kind cell, a job class per UE type
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -260,6 +262,8 @@ class NetworkSpec:
         return self.arrival_rate * admitted_fraction * self.visit_ratios() * means / self.servers
 
     def _instability(self) -> SpecError | None:
+        if self.cell is not None:  # a loss system: nothing queues, so nothing can grow without bound
+            return None
         rho = self.utilization()
         worst = int(np.argmax(rho))
         if rho[worst] >= 1.0:
@@ -345,6 +349,11 @@ class NetworkSpec:
             for key in ("stations", "entry", "routing", "actions"):
                 del out[key]
             out["pools"] = self.pools.to_dict(dist)
+        if self.cell is not None:
+            for key in ("stations", "entry", "routing", "actions", "delay") + (() if math.isfinite(self.d_ub) else ("d_ub",)):
+                del out[key]
+            out["cell"] = self.cell.to_dict(dist, process)
+            return out
         if self.classes:
             out["classes"] = [{"name": c.name, "arrival": process(c.arrival)} | ({"d_ub": c.d_ub} if c.d_ub else {})
                               for c in self.classes]
@@ -367,6 +376,8 @@ class NetworkSpec:
             cfg = _expand_redundancy(cfg, base_dir)
         if "pools" in cfg:
             cfg = _expand_pools(cfg, base_dir)
+        if "cell" in cfg:
+            cfg = _expand_cell(cfg, base_dir)
         for key in ("stations", "d_ub", "eps"):
             if key not in cfg:
                 raise SpecError(key, "missing", f"add '{key}' to the network description")
@@ -463,6 +474,7 @@ class NetworkSpec:
             classes=_classes(cfg["classes"], base_dir) if "classes" in cfg else (),
             redundancy=cfg.get("redundancy"),
             pools=cfg.get("pools"),
+            cell=cfg.get("cell"),
         )
 
     @classmethod
@@ -737,6 +749,26 @@ def _expand_pools(cfg: Mapping[str, Any], base_dir: Path | None) -> dict[str, An
     return out
 
 
+def _expand_cell(cfg: Mapping[str, Any], base_dir: Path | None) -> dict[str, Any]:
+    """A ``cell`` block (``envs.cellspec``) is one station of kind ``cell`` with C PRBs and
+    one job class per UE type; admission control (reject, accept) with success = the UE
+    finishes its session without being dropped. ``d_ub`` is not used (default inf)."""
+    for key in ("stations", "entry", "routing", "actions", "arrival", "classes", "redundancy", "delay"):
+        if key in cfg:
+            raise SpecError(key, "cannot be given with 'cell'",
+                            "describe the UE types, their arrivals and sessions in the cell block")
+    if cfg.get("objective", "admission") != "admission":
+        raise SpecError("objective", f"a cell is admission-controlled, got {brief(cfg['objective'])}",
+                        "use objective: admission (or omit it)")
+    cell = make_cell(cfg["cell"], base_dir)
+    out = dict(cfg)
+    out["stations"] = [{"name": "cell", "servers": cell.prbs, "service": cell.types[0].session, "kind": "cell"}]
+    out["classes"] = [{"name": t.name, "arrival": t.arrival} for t in cell.types]
+    out.setdefault("d_ub", math.inf)
+    out["cell"] = cell
+    return out
+
+
 def _actions(value: Any) -> tuple[str, ...]:
     if not _is_list(value) or len(value) < 2:
         raise SpecError("actions", f"must be a list of at least two choices, got {brief(value)}",
@@ -763,6 +795,9 @@ def _validate(spec: NetworkSpec) -> None:
         _station_name(st.name, f"stations[{i}].name")
         if st.servers < 1:
             raise SpecError(f"stations[{i}].servers", f"must be >= 1, got {st.servers}", "give 1 or more servers")
+        if (st.kind == "cell") != (spec.cell is not None):
+            raise SpecError(f"stations[{i}].kind", "a cell is described by a 'cell:' block, not a station",
+                            "write the cell as a top-level 'cell:' block (see envs/cellspec.py)")
         if st.kind not in STATION_KINDS:
             guess = did_you_mean(st.kind, STATION_KINDS)
             raise SpecError(f"stations[{i}].kind", f"unknown station kind {brief(st.kind)}",
@@ -774,7 +809,7 @@ def _validate(spec: NetworkSpec) -> None:
         if c.d_ub is not None and not (math.isfinite(c.d_ub) and c.d_ub > 0):
             raise SpecError(f"classes[{i}].d_ub", f"must be a positive deadline, got {c.d_ub}",
                             "give the class's end-to-end deadline, or omit it to use d_ub")
-    if not (math.isfinite(spec.d_ub) and spec.d_ub > 0):
+    if not ((math.isfinite(spec.d_ub) or spec.cell is not None) and spec.d_ub > 0):
         raise SpecError("d_ub", f"must be a positive deadline, got {spec.d_ub}", "give the end-to-end deadline")
     if not 0.0 < spec.eps < 1.0:
         raise SpecError("eps", f"must be in (0, 1), got {spec.eps}", "give the allowed violation probability")

@@ -78,6 +78,7 @@ class AdmissionVectorEnv(VectorEnv):
         return obs, self.rewards(done), np.zeros(self.num_envs, bool), truncated, {"completed": done.info()}
 
     def rewards(self, done: Outcomes) -> np.ndarray:
-        """Per-instance sum of the rewards of the rows in ``done``."""
+        """Per-instance sum of the rewards of the rows in ``done`` that are decisions."""
+        done = done.decisions()
         r = self._reward(done.action, done.success, done.delay, self.lam, self.spec.eps)
         return np.bincount(done.env, weights=r, minlength=self.num_envs)

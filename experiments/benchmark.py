@@ -9,6 +9,7 @@ and on an earlier commit (a git worktree), interleaved, with their ratio.
     python experiments/benchmark.py [--sizes 1 256 4096 16384] [--decisions 400000] [--train-seconds 30]
     python experiments/benchmark.py --only compare --baseline-ref 02d85eb
     python experiments/benchmark.py --only ps        # PS tandem, redundancy-d, two pools
+    python experiments/benchmark.py --only cell      # the cell scenarios at B = 4096
 
 Training speed: decisions per second with learning (one gradient step per vector step)
 on `paper_tandem`, for several numbers of instances, after the replay has filled.
@@ -152,6 +153,47 @@ def pools_table(num_envs: int = 4096, decisions: int = 400_000) -> None:
           f"{r['decisions_per_s']:,.0f} jobs/s")
 
 
+def cell_table(num_envs: int = 4096, decisions: int = 400_000) -> None:
+    """Cells (systems.md A): decisions per second at B = num_envs after 100 warm-up steps, and
+    the share of time in probes (blocked UEs scored by a copy of the cell)."""
+    rng = np.random.default_rng(0)
+    guard = lambda obs: (obs[:, 1] < 8).astype(np.int64)  # noqa: E731  (g = 2 of C = 10)
+    coin = lambda obs: (rng.random(obs.shape[0]) < 0.8).astype(np.int64)  # noqa: E731
+    print(f"\ncells: B = {num_envs}, {decisions} decisions per row after 100 warm-up steps")
+    print(f"{'scenario':<16}{'policy':<16}{'decisions/s':>14}{'blocked':>9}{'probe time':>12}")
+    for scenario, name, policy, share in (("cell_erlang", "accept-all", accept_all, 1.0),
+                                          ("cell_multirate", "accept-all", accept_all, 1.0),
+                                          ("cell_guard", "guard g=2", guard, 1.0),
+                                          ("cell_small", "accept-all", accept_all, 1.0),
+                                          ("cell_small", "admit 80%", coin, 1.0),
+                                          ("cell_5g", "accept-all", accept_all, 0.25),
+                                          ("cell_5g", "admit 80%", coin, 0.25)):
+        driver = Driver(load_spec(scenario), num_envs, seed=0)
+        probe, probe_time = driver.engine.probe, [0.0]
+        inner = probe.run
+
+        def timed(rows, inner=inner, probe_time=probe_time):
+            t0 = time.perf_counter()
+            out = inner(rows)
+            probe_time[0] += time.perf_counter() - t0
+            return out
+
+        probe.run = timed
+        obs = driver.observe()
+        for _ in range(100):
+            obs, _ = driver.step(policy(obs))
+        probe_time[0], blocked, rows = 0.0, 0, 0
+        steps = max(1, int(decisions * share) // num_envs)
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            obs, done = driver.step(policy(obs))
+            keep = done.decisions()
+            blocked, rows = blocked + keep.measures["blocked"].sum(), rows + len(keep)
+        elapsed = time.perf_counter() - t0
+        print(f"{scenario:<16}{name:<16}{steps * num_envs / elapsed:>14,.0f}{blocked / max(rows, 1):>9.3f}"
+              f"{probe_time[0] / elapsed:>12.0%}")
+
+
 # Runs in a subprocess against either checkout: only API common to both engines.
 _RATE = """
 import json, sys, time, numpy as np
@@ -203,7 +245,7 @@ def main() -> None:
     parser.add_argument("--train-sizes", type=int, nargs="+", default=[512, 2048, 4096])
     parser.add_argument("--train-seconds", type=float, default=20.0)
     parser.add_argument("--baseline-ref", default="02d85eb", help="commit to compare the engine with")
-    parser.add_argument("--only", choices=["simulator", "ps", "compare", "training"], default=None)
+    parser.add_argument("--only", choices=["simulator", "ps", "cell", "compare", "training"], default=None)
     parser.add_argument("--repeats", type=int, default=3, help="runs per side in the comparison (best kept)")
     args = parser.parse_args()
     if args.only in (None, "simulator"):
@@ -213,6 +255,8 @@ def main() -> None:
         ps_tandem_table()
         redundancy_table()
         pools_table()
+    if args.only in (None, "cell"):
+        cell_table()
     if args.only in (None, "compare"):
         compare_with(args.baseline_ref, [4096, 16384], args.decisions, args.repeats)
     if args.only in (None, "training"):

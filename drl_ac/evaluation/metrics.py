@@ -35,7 +35,9 @@ def ratio_estimate(num: np.ndarray, den: np.ndarray) -> tuple[float, float]:
 
 def summarize(done: Outcomes, num_envs: int) -> dict:
     """The paper's metrics from a window of outcomes (one row per decision), each with a
-    95% interval over instances (``NAME_ci``); the violation also with its standard error."""
+    95% interval over instances (``NAME_ci``); the violation also with its standard error.
+    Only decisions count (a cell's handover sessions are not)."""
+    done = done.decisions()
     met, acc = done.success, done.accepted
 
     def per_env(values: np.ndarray) -> np.ndarray:

@@ -19,10 +19,11 @@ def act(driver: Driver, store: DelayedCompletionStore, t: int, action: np.ndarra
         greedy: np.ndarray, per_step_cost: bool = False) -> tuple[np.ndarray, Experiences]:
     """Take decision ``t`` in every instance; returns the next observation and the
     experiences completed in this step (any earlier decisions, each with its own s, a, s').
-    With ``per_step_cost`` decision t is complete now, charged the step's holding cost."""
+    With ``per_step_cost`` decision t is complete now, charged the step's holding cost. Rows
+    that are not decisions (a cell's handover sessions) never reach the store."""
     store.record(t, action, action == greedy)
     obs, done = driver.step(action)
     store.put_obs(t + 1, obs)
     if per_step_cost:
         return obs, store.complete_step(t, driver.holding)
-    return obs, store.complete(done, t + 1)
+    return obs, store.complete(done.decisions(), t + 1)

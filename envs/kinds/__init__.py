@@ -5,9 +5,10 @@ protocol of ``envs.kinds.base.StationKind``; the engine's event loop never looks
 """
 
 from envs.kinds.base import StationKind
+from envs.kinds.cell import CellKind
 from envs.kinds.fcfs import FcfsKind
 from envs.kinds.ps import PsKind
 
-KINDS: dict[str, type[StationKind]] = {"fcfs": FcfsKind, "ps": PsKind}
+KINDS: dict[str, type[StationKind]] = {"fcfs": FcfsKind, "ps": PsKind, "cell": CellKind}
 
-__all__ = ["KINDS", "FcfsKind", "PsKind", "StationKind"]
+__all__ = ["KINDS", "CellKind", "FcfsKind", "PsKind", "StationKind"]

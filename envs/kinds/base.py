@@ -69,6 +69,19 @@ class StationGroup:
         self.servers = np.asarray(servers, np.int64)
         self.offset = int(offset)
 
+    # Optional parts of the protocol, with the defaults of a plain station kind:
+    job_arrays: tuple[str, ...] = ()  # per-job arrays of the state (engine-grown with the job table)
+    exogenous = np.empty(0, np.int64)  # event columns of arrivals made inside the kind (off in probes)
+
+    @classmethod
+    def build(cls, spec, stations, servers, offset: int, num_stations: int):
+        """The kind's object for ``spec``'s stations of this kind (a kind that needs more of
+        the spec than its servers, like the cell, reads it here)."""
+        return cls(stations, servers, offset, num_stations)
+
+    def start(self, eng, st: State, rows: np.ndarray) -> None:
+        """Schedule the kind's own first events in (re)started instances ``rows``."""
+
 
 class StationKind(Protocol):
     """One object per kind in a network, serving all stations of that kind (vectorised

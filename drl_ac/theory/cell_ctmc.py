@@ -1,0 +1,83 @@
+"""The CTMC of a small cell spec (``envs.cellspec.CellSpec``), in the form ``admission_lp``
+and ``evaluate_admission_policy`` of ``drl_ac.theory.cell`` take.
+
+State: the number of UEs per (type, CQI level in the type's range). Exact for Poisson
+arrivals at constant rates, exponential sessions, drop rule ``grown`` and no handovers
+(other settings are refused: the state would need more than counts). Request streams:
+one per (type, initial CQI): the controller sees the arriving UE's type and demand, so
+it may treat each stream differently. Moves: a session ends (rate n / mean session), a
+UE's CQI moves up or down (rate n * up, n * down, inside the range); a move whose new
+demand does not fit drops that UE (drops = 1).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from envs.arrivals import RenewalArrivals
+from envs.distributions import Exponential
+
+
+@dataclass
+class CellChain:
+    states: list[tuple[int, ...]]  # counts per (type, level), in ``slots`` order
+    slots: list[tuple[int, int]]  # (type, CQI level)
+    request_rates: np.ndarray  # (S, K): K = request streams (type, initial CQI)
+    admit_to: np.ndarray  # (S, K)
+    transitions: list[tuple[int, int, float, float]]
+    streams: list[tuple[int, int]]  # (type, initial CQI) of each request stream
+
+
+def cell_chain(cell) -> CellChain:
+    if cell.drop != "grown":
+        raise ValueError("cell_chain: only drop: grown keeps the state to counts per (type, CQI)")
+    rates, means = [], []
+    for t in cell.types:
+        if t.handover is not None:
+            raise ValueError("cell_chain: handover arrivals are not modelled")
+        if not (isinstance(t.arrival, RenewalArrivals) and isinstance(t.arrival.dist, Exponential)):
+            raise ValueError(f"cell_chain: type {t.name} needs Poisson arrivals at a constant rate")
+        if not isinstance(t.session, Exponential):
+            raise ValueError(f"cell_chain: type {t.name} needs exponential sessions")
+        rates.append(1.0 / t.arrival.dist.mean)
+        means.append(t.session.mean)
+    table = cell.demand_table()
+    slots = [(k, c) for k, t in enumerate(cell.types) for c in range(t.cqi_range[0], t.cqi_range[1] + 1)]
+    demand = np.array([table[k, c] for k, c in slots])
+    most = [cell.prbs // d for d in demand]
+    states = [s for s in itertools.product(*(range(m + 1) for m in most)) if np.dot(s, demand) <= cell.prbs]
+    index = {s: i for i, s in enumerate(states)}
+    streams = [(k, c) for k, c in slots if cell.types[k].cqi_init[c - 1] > 0]
+    lam = np.zeros((len(states), len(streams)))
+    to = np.full((len(states), len(streams)), -1, np.int64)
+    trans: list[tuple[int, int, float, float]] = []
+    for i, s in enumerate(states):
+        used = int(np.dot(s, demand))
+        for j, (k, c) in enumerate(streams):
+            lam[i, j] = rates[k] * cell.types[k].cqi_init[c - 1]
+            a = slots.index((k, c))
+            if used + demand[a] <= cell.prbs:
+                to[i, j] = index[s[:a] + (s[a] + 1,) + s[a + 1:]]
+        for a, (k, c) in enumerate(slots):
+            n = s[a]
+            if not n:
+                continue
+            gone = s[:a] + (n - 1,) + s[a + 1:]
+            trans.append((i, index[gone], n / means[k], 0.0))
+            t = cell.types[k]
+            if not t.dynamic:
+                continue
+            for step, rate in ((1, t.cqi_up), (-1, t.cqi_down)):
+                if not rate or not t.cqi_range[0] <= c + step <= t.cqi_range[1]:
+                    continue
+                b = slots.index((k, c + step))
+                moved = list(gone)
+                moved[b] += 1
+                if used - demand[a] + demand[b] <= cell.prbs:
+                    trans.append((i, index[tuple(moved)], n * rate, 0.0))
+                else:
+                    trans.append((i, index[gone], n * rate, 1.0))  # the grown UE is dropped
+    return CellChain(states, slots, lam, to, trans, streams)

@@ -1,0 +1,508 @@
+"""A 5G cell (systems.md, section A): a loss system of C PRBs, no queue; UEs of several
+types hold PRBs for their session, their demand following their channel (CQI).
+
+Event columns (``next_event``), in this order:
+* one per *session slot* (C / the smallest demand of any type: the most UEs the cell can
+  hold): the earlier of the session's end and its next CQI move;
+* one per type with handover arrivals: the next handover (uncontrolled Poisson or renewal
+  arrivals generated here, not decisions; ``exogenous``: a probe or ``drain`` turns them
+  off, they are "further arrivals");
+* one *refusal* column: an admitted new UE that does not fit leaves at once through it.
+
+Channel randomness without a random stream: every UE draws a 64-bit key at arrival (a job
+column), and its k-th CQI move uses outputs 2k+1 (waiting time) and 2k+2 (direction) of
+SplitMix64 seeded with that key. A UE's channel path is therefore a function of its own
+draws only, whoever simulates it: a probe (a copy of the cell with the blocked UE admitted)
+replays exactly the paths the real cell would have seen, and consumes no random numbers.
+CQI moves are simulated only for types whose demand depends on the CQI.
+
+A CQI move that makes the PRBs in use exceed C drops UEs by ``cell.drop``: ``grown``, the
+UE whose demand grew; ``lowest_priority``, UEs of the lowest priority first (among them the
+grown one first, then the latest admitted) until the rest fit.
+
+Fates (per job, ``cell_fate``): 0 finished its session, 1 dropped, 2 blocked (did not fit).
+The dispatch rule of the cell (``CellDispatch``) draws each UE's session, initial CQI and
+key at arrival, and turns departures and probes into outcome rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from envs.cellspec import CQI_LEVELS, CellSpec
+from envs.jobs import Column, SlotTable
+from envs.kinds.base import State, StationGroup
+from envs.outcomes import Outcomes
+
+if TYPE_CHECKING:
+    from envs.engine import Engine
+    from envs.spec import NetworkSpec
+
+FINISHED, DROPPED, BLOCKED = 0.0, 1.0, 2.0
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
+_EMPTY = np.empty(0, np.int64)
+
+
+def channel_uniform(key: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Output ``n`` (>= 1) of SplitMix64 seeded with ``key``, as a uniform in (0, 1)."""
+    z = key + n.astype(np.uint64) * _GAMMA
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    z = z ^ (z >> _S31)
+    return ((z >> _S11).astype(np.float64) + 0.5) * (1.0 / (1 << 53))
+
+
+class UEDraws:
+    """What a UE draws when it arrives: session length by its type's law, initial CQI by its
+    type's law, and a channel key (only when some type's demand moves with the CQI)."""
+
+    def __init__(self, cell: CellSpec):
+        self.types = cell.types
+        self.T = len(cell.types)
+        init = np.array([t.cqi_init for t in cell.types])  # (T, 15)
+        cum = np.cumsum(init, axis=1)
+        for k, t in enumerate(cell.types):
+            cum[k, t.cqi_range[1] - 1:] = 2.0  # never above the range, whatever the round-off
+        self.cum = cum[:, :-1]
+        fixed = init.max(1) == 1.0
+        self.fixed_cqi = init.argmax(1) + 1 if fixed.all() else None
+        self.keys = any(t.dynamic for t in cell.types)
+
+    def sample(self, rng: np.random.Generator, typ: np.ndarray):
+        m = typ.size
+        if self.T == 1:
+            session = self.types[0].session.sample(rng, m)
+        else:
+            session = np.empty(m)
+            for k, t in enumerate(self.types):
+                sel = np.flatnonzero(typ == k)
+                if sel.size:
+                    session[sel] = t.session.sample(rng, sel.size)
+        if self.fixed_cqi is not None:
+            cqi = self.fixed_cqi[typ]
+        else:
+            cqi = (rng.random(m)[:, None] >= self.cum[typ]).sum(1) + 1
+        key = rng.bit_generator.random_raw(m) if self.keys else None
+        return session, cqi, key
+
+
+class CellKind(StationGroup):
+    name = "cell"
+    job_arrays = ("cell_fate",)
+
+    @classmethod
+    def build(cls, spec: NetworkSpec, stations, servers, offset: int, num_stations: int) -> CellKind:
+        return cls(stations, servers, offset, num_stations, spec.cell)
+
+    def __init__(self, stations: Sequence[int], servers: Sequence[int], offset: int, num_stations: int,
+                 cell: CellSpec | None = None):
+        super().__init__(stations, servers, offset, num_stations)
+        if cell is None or self.stations.size != 1:
+            raise ValueError("the cell kind serves exactly one station described by a 'cell:' block")
+        self.cell = cell
+        self.C = cell.prbs
+        self.T = len(cell.types)
+        self.S = cell.sessions
+        self.table = cell.demand_table()  # (T, 16)
+        levels = np.arange(CQI_LEVELS + 1)
+        lo = np.array([t.cqi_range[0] for t in cell.types])[:, None]
+        hi = np.array([t.cqi_range[1] for t in cell.types])[:, None]
+        dyn = np.array([t.dynamic for t in cell.types])
+        self.dynamic = dyn
+        self.any_dynamic = bool(dyn.any())
+        self.up = np.where(dyn[:, None] & (levels < hi), [[t.cqi_up] for t in cell.types], 0.0)  # (T, 16)
+        self.down = np.where(dyn[:, None] & (levels > lo), [[t.cqi_down] for t in cell.types], 0.0)
+        total = self.up + self.down
+        self.inv_total = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
+        self.priority = np.array([t.priority for t in cell.types], np.int64)
+        self.handover_types = np.array([k for k, t in enumerate(cell.types) if t.handover is not None], np.int64)
+        self.handovers = [cell.types[k].handover for k in self.handover_types]
+        self.H = self.handover_types.size
+        self.refuse_col = self.S + self.H
+        self.slots = self.S + self.H + 1
+        self.exogenous = self.offset + self.S + np.arange(self.H)
+        self.draws = UEDraws(cell)
+        bands = np.zeros(CQI_LEVELS + 1, np.int64)
+        for edge in cell.cqi_bands:
+            bands[edge:] += 1
+        self.band_of = bands
+        self.bands = len(cell.cqi_bands) + 1 if cell.cqi_bands else 0
+
+    # ------------------------------------------------------------------ state
+    def init_state(self, rows: int) -> dict[str, np.ndarray]:
+        S = self.S
+        return {"cell_job": np.full((rows, S), -1, np.int64), "cell_type": np.zeros((rows, S), np.int64),
+                "cell_cqi": np.zeros((rows, S), np.int64), "cell_demand": np.zeros((rows, S), np.int64),
+                "cell_end": np.full((rows, S), np.inf), "cell_next": np.full((rows, S), np.inf),
+                "cell_start": np.zeros((rows, S)), "cell_moves": np.zeros((rows, S), np.int64),
+                "cell_key": np.zeros((rows, S), np.uint64), "cell_used": np.zeros(rows, np.int64),
+                "cell_ues": np.zeros((rows, self.T), np.int64), "cell_refused": np.full(rows, -1, np.int64)}
+
+    def start(self, eng: Engine, st: State, rows: np.ndarray) -> None:
+        """First handover of every type with handovers (instances start at time zero)."""
+        for j, proc in enumerate(self.handovers):
+            st.next_event[rows, self.offset + self.S + j] = proc.next_after(eng.rng, np.zeros(rows.size))
+
+    def clear(self, st: State, rows: np.ndarray) -> None:
+        fresh = self.init_state(rows.size)
+        for name, value in fresh.items():
+            getattr(st, name)[rows] = value
+
+    # ------------------------------------------------------------------ views
+    def waiting(self, st: State) -> np.ndarray:
+        return np.zeros((st.cell_used.size, 1), np.int64)  # a loss system: nothing waits
+
+    def busy(self, st: State) -> np.ndarray:
+        return st.cell_used[:, None]
+
+    def features(self, eng: Engine, bands: bool):
+        """UEs per type (R, T), PRBs in use (R, 1), the arriving UE's demand (R, 1) and, with
+        ``bands``, UEs per (type, CQI band) (R, T * bands)."""
+        st, jobs = eng.state, eng.jobs
+        every = np.arange(eng.B)
+        demand = self.table[jobs.job_class[every, eng.slot], jobs.cqi0[every, eng.slot]]
+        out = [st.cell_ues, st.cell_used[:, None], demand[:, None]]
+        if bands:
+            nb = self.bands
+            code = st.cell_type * nb + self.band_of[st.cell_cqi]
+            flat = np.where(st.cell_job >= 0, every[:, None] * (self.T * nb) + code, eng.B * self.T * nb)
+            count = np.bincount(flat.ravel(), minlength=eng.B * self.T * nb + 1)[:-1]
+            out.append(count.reshape(eng.B, self.T * nb))
+        return out
+
+    # ------------------------------------------------------------------ events
+    def arrive(self, eng: Engine, st: State, inst, rows, jid, n, when) -> None:
+        """An admitted new UE takes a session slot if its demand fits, else leaves through the
+        refusal column (blocked)."""
+        if not rows.size:
+            return
+        jobs, K = eng.jobs, eng.jobs.capacity
+        fj = inst[rows] * K + jid
+        typ = jobs.job_class.reshape(-1)[fj]
+        key = jobs.cqi_key.reshape(-1)[fj]
+        session = jobs.service.reshape(-1)[fj * eng.N + n]
+        fits = self._place(eng, st, inst, rows, jid, typ, jobs.cqi0.reshape(-1)[fj], key, session, when)
+        if not fits.all():
+            out = np.flatnonzero(~fits)
+            r = rows[out]
+            st.cell_refused[r] = jid[out]
+            st.next_event.reshape(-1)[r * eng.E + self.offset + self.refuse_col] = when[out]
+            st.cell_fate.reshape(-1)[r * K + jid[out]] = BLOCKED
+
+    def _place(self, eng: Engine, st: State, inst, rows, jid, typ, cqi, key, session, when) -> np.ndarray:
+        d = self.table[typ, cqi]
+        fits = st.cell_used[rows] + d <= self.C
+        if not fits.all():
+            keep = np.flatnonzero(fits)
+            rows, jid, typ, cqi, key, session, when, d = (a[keep] for a in (rows, jid, typ, cqi, key, session, when, d))
+        if not rows.size:
+            return fits
+        s = (st.cell_job[rows] < 0).argmax(1)
+        q = rows * self.S + s
+        st.cell_job.reshape(-1)[q] = jid
+        st.cell_type.reshape(-1)[q] = typ
+        st.cell_cqi.reshape(-1)[q] = cqi
+        st.cell_demand.reshape(-1)[q] = d
+        end = when + session
+        st.cell_end.reshape(-1)[q] = end
+        st.cell_start.reshape(-1)[q] = when
+        event = end
+        if self.any_dynamic:
+            st.cell_moves.reshape(-1)[q] = 0
+            st.cell_key.reshape(-1)[q] = key
+            rate = self.inv_total[typ, cqi]
+            nxt = np.where(rate > 0, when - np.log(channel_uniform(key, np.ones(rows.size, np.uint64))) * rate,
+                           np.inf)
+            st.cell_next.reshape(-1)[q] = nxt
+            event = np.minimum(end, nxt)
+        st.next_event.reshape(-1)[rows * eng.E + self.offset + s] = event
+        st.cell_used[rows] += d
+        st.cell_ues.reshape(-1)[rows * self.T + typ] += 1
+        K = eng.jobs.capacity
+        st.observer.started(st, rows, jid, (inst[rows] * K + jid) * eng.N + self.stations[0], when,
+                            np.zeros(rows.size), session, None)
+        return fits
+
+    def _free(self, eng: Engine, st: State, rows, q) -> None:
+        """Empty the session slots ``q`` (flat) of ``rows`` (distinct)."""
+        st.cell_used[rows] -= st.cell_demand.reshape(-1)[q]
+        st.cell_ues.reshape(-1)[rows * self.T + st.cell_type.reshape(-1)[q]] -= 1
+        st.cell_job.reshape(-1)[q] = -1
+        st.cell_end.reshape(-1)[q] = np.inf
+        st.cell_next.reshape(-1)[q] = np.inf
+        st.next_event.reshape(-1)[rows * eng.E + self.offset + q - rows * self.S] = np.inf
+
+    def handle(self, eng: Engine, st: State, inst, rows, slot, when):
+        col = slot - self.offset
+        idx: list[np.ndarray] = []
+        jids: list[np.ndarray] = []
+        session = col < self.S
+        if session.all():
+            self._sessions(eng, st, np.arange(rows.size), rows, col, when, idx, jids)
+        else:
+            p = np.flatnonzero(session)
+            if p.size:
+                self._sessions(eng, st, p, rows[p], col[p], when[p], idx, jids)
+            p = np.flatnonzero(col == self.refuse_col)
+            if p.size:
+                r = rows[p]
+                idx.append(p)
+                jids.append(st.cell_refused[r].copy())
+                st.next_event.reshape(-1)[r * eng.E + self.offset + self.refuse_col] = np.inf
+            p = np.flatnonzero((col >= self.S) & (col < self.refuse_col))
+            if p.size:
+                self._handovers(eng, st, inst, p, rows[p], col[p] - self.S, when[p], idx, jids)
+        if not idx:
+            return _EMPTY, _EMPTY, _EMPTY
+        i = idx[0] if len(idx) == 1 else np.concatenate(idx)
+        return i, (jids[0] if len(jids) == 1 else np.concatenate(jids)), np.zeros(i.size, np.int64)
+
+    def _sessions(self, eng, st, p, rows, s, when, idx, jids) -> None:
+        q = rows * self.S + s
+        ending = st.cell_end.reshape(-1)[q] <= when
+        if ending.all():
+            idx.append(p)
+            jids.append(st.cell_job.reshape(-1)[q])
+            self._free(eng, st, rows, q)
+            return
+        if ending.any():
+            e = np.flatnonzero(ending)
+            idx.append(p[e])
+            jids.append(st.cell_job.reshape(-1)[q[e]])
+            self._free(eng, st, rows[e], q[e])
+        m = np.flatnonzero(~ending)
+        self._move(eng, st, p[m], rows[m], s[m], q[m], when[m], idx, jids)
+
+    def _move(self, eng, st, p, rows, s, q, when, idx, jids) -> None:
+        """One CQI move of sessions ``q``; drops if the PRBs in use exceed C."""
+        typ = st.cell_type.reshape(-1)[q]
+        cqi = st.cell_cqi.reshape(-1)[q]
+        moves = st.cell_moves.reshape(-1)[q]
+        key = st.cell_key.reshape(-1)[q]
+        up, down = self.up[typ, cqi], self.down[typ, cqi]
+        upward = channel_uniform(key, 2 * moves + 2) * (up + down) < up
+        cqi = cqi + np.where(upward, 1, -1)
+        moves = moves + 1
+        nxt = when - np.log(channel_uniform(key, 2 * moves + 1)) * self.inv_total[typ, cqi]
+        st.cell_cqi.reshape(-1)[q] = cqi
+        st.cell_moves.reshape(-1)[q] = moves
+        st.cell_next.reshape(-1)[q] = nxt
+        st.next_event.reshape(-1)[rows * eng.E + self.offset + s] = np.minimum(st.cell_end.reshape(-1)[q], nxt)
+        demand = st.cell_demand.reshape(-1)
+        new = self.table[typ, cqi]
+        st.cell_used[rows] += new - demand[q]
+        demand[q] = new
+        over = st.cell_used[rows] > self.C
+        if not over.any():
+            return
+        todo = np.flatnonzero(over)
+        K = eng.jobs.capacity
+        fate = st.cell_fate.reshape(-1)
+        if self.cell.drop == "grown":
+            r, v = rows[todo], q[todo]
+            jid = st.cell_job.reshape(-1)[v]
+            fate[r * K + jid] = DROPPED
+            self._free(eng, st, r, v)
+            idx.append(p[todo])
+            jids.append(jid)
+            return
+        while todo.size:  # lowest_priority: one victim per row and round until the rest fit
+            r, g = rows[todo], s[todo]
+            occupied = st.cell_job[r] >= 0
+            pri = np.where(occupied, self.priority[st.cell_type[r]], np.iinfo(np.int64).max)
+            candidate = pri == pri.min(1)[:, None]
+            at = np.arange(r.size)
+            grown = candidate[at, g] & occupied[at, g]
+            latest = np.where(candidate, st.cell_start[r], -np.inf).argmax(1)
+            v = r * self.S + np.where(grown, g, latest)
+            jid = st.cell_job.reshape(-1)[v]
+            fate[r * K + jid] = DROPPED
+            self._free(eng, st, r, v)
+            idx.append(p[todo])
+            jids.append(jid)
+            todo = todo[st.cell_used[r] > self.C]
+
+    def _handovers(self, eng, st, inst, p, rows, h, when, idx, jids) -> None:
+        """Handover arrivals (real run only: a probe turns them off): the next one is drawn,
+        the UE gets a job slot (not a decision) and is carried if it fits, else blocked."""
+        rng = eng.rng
+        for j, proc in enumerate(self.handovers):
+            sel = np.flatnonzero(h == j)
+            if sel.size:
+                st.next_event.reshape(-1)[rows[sel] * eng.E + self.offset + self.S + j] = proc.next_after(rng, when[sel])
+        typ = self.handover_types[h]
+        session, cqi, key = self.draws.sample(rng, typ)
+        jobs = eng.jobs
+        jobs.next_free()  # grows the table (and the per-job arrays) if an instance has no free slot
+        i = inst[rows]
+        jid = jobs.take(i)
+        jobs.step[i, jid] = eng.t
+        jobs.arrival_time[i, jid] = when
+        jobs.job_class[i, jid] = typ
+        jobs.action[i, jid] = 1
+        jobs.service[i, jid, 0] = session
+        jobs.wait[i, jid] = np.nan
+        jobs.cqi0[i, jid] = cqi
+        jobs.handover[i, jid] = True
+        if key is not None:
+            jobs.cqi_key[i, jid] = key
+        else:
+            key = np.zeros(rows.size, np.uint64)
+        K = jobs.capacity
+        st.cell_fate.reshape(-1)[rows * K + jid] = FINISHED
+        fits = self._place(eng, st, inst, rows, jid, typ, cqi, key, session, when)
+        if not fits.all():
+            out = np.flatnonzero(~fits)
+            st.cell_fate.reshape(-1)[rows[out] * K + jid[out]] = BLOCKED
+            idx.append(p[out])
+            jids.append(jid[out])
+
+    def cancel(self, eng, st, inst, rows, jid, n, when):
+        raise NotImplementedError("a cell holds no copies to cancel")
+
+
+def _safe_stop_class():
+    from envs.probe import Follow
+
+    class SafeStop(Follow):
+        """A probe's observer that also stops a row as soon as its UE is safe: whenever a UE
+        leaves, if all present could need their most PRBs at once and still fit, nobody is
+        dropped any more (no arrivals in a probe), so the UE finishes at its end."""
+
+        def __init__(self, eng, job, horizon, most, C, end):
+            super().__init__(eng, job, horizon)
+            self.most, self.C, self.end = most, C, end
+
+        def on_exit(self, rows, jid, n, when):
+            mine = super().on_exit(rows, jid, n, when)
+            safe = self.state.cell_ues[rows] @ self.most <= self.C
+            if mine is not None:  # a row whose UE left in this event (several may leave at once) is decided
+                safe &= ~np.isin(rows, rows[mine])
+            if not safe.any():
+                return mine
+            self.departure[rows[safe]] = self.end[rows[safe]]
+            return safe if mine is None else (safe | mine)
+
+    return SafeStop
+
+
+def _SafeStop(*args):  # noqa: N802  (built lazily: envs.probe imports envs.outcomes only, but keep kinds light)
+    global _SAFE
+    if _SAFE is None:
+        _SAFE = _safe_stop_class()
+    return _SAFE(*args)
+
+
+_SAFE = None
+
+MEASURES = (("blocked", bool), ("dropped", bool), ("type", np.int64), ("handover", bool), ("session", np.float64))
+
+
+class CellDispatch:
+    """The dispatch rule of a cell: every admitted UE enters the cell (station 0) and leaves
+    it at the end of its session, when dropped, or at once when it does not fit. Draws per
+    UE at arrival: session length, initial CQI, channel key (job columns). Builds the
+    cell's outcome rows (``reports``): success = the UE finished its session undropped."""
+
+    draws_service = True
+    cancels = False
+    reports = True
+
+    def __init__(self, spec: NetworkSpec):
+        self.cell = spec.cell
+        self.N = spec.num_stations
+        self.draws = UEDraws(self.cell)
+        self.columns = (Column("cqi0", (), np.int64), Column("cqi_key", (), np.uint64),
+                        Column("handover", (), bool))
+        dyn = np.array([t.dynamic for t in self.cell.types])
+        # can a UE of each type be dropped once admitted? only by CQI moves (its own under 'grown')
+        self.can_drop = dyn if self.cell.drop == "grown" else np.full(dyn.size, dyn.any())
+        table = self.cell.demand_table()
+        self.most = np.where(table < (1 << 40), table, 0).max(1)  # the most PRBs a UE of each type can need
+
+    def draw(self, rng: np.random.Generator, jobs: SlotTable, slot: np.ndarray) -> None:
+        every = np.arange(jobs.rows)
+        session, cqi, key = self.draws.sample(rng, jobs.job_class[every, slot])
+        jobs.service[every, slot, 0] = session
+        jobs.cqi0[every, slot] = cqi
+        if key is not None:
+            jobs.cqi_key[every, slot] = key
+        jobs.handover[every, slot] = False
+
+    def entry(self, jobs, inst, slot, action) -> np.ndarray:
+        return np.zeros(inst.size, np.int64)
+
+    def placements(self, jobs, inst, slot, action) -> np.ndarray:
+        return np.zeros((inst.size, 1), np.int64)
+
+    def after(self, jobs, at: np.ndarray) -> np.ndarray:
+        return np.full(at.shape, self.N)  # leaving the cell is leaving the system
+
+    @staticmethod
+    def empty(num_stations: int = 1) -> Outcomes:
+        out = Outcomes.empty(num_stations)
+        out.decision = np.empty(0, bool)
+        out.measures = {k: np.empty(0, t) for k, t in MEASURES}
+        return out
+
+    def departures(self, eng: Engine, rows, jid, n, when) -> Outcomes:
+        jobs = eng.jobs
+        fk = rows * jobs.capacity + jid
+        arrived = jobs.arrival_time.reshape(-1)[fk]
+        typ = jobs.job_class.reshape(-1)[fk]
+        session = jobs.service.reshape(-1, self.N)[fk, 0]
+        handover = jobs.handover.reshape(-1)[fk]
+        fate = eng.state.cell_fate.reshape(-1)[fk]
+        step = jobs.step.reshape(-1)[fk]
+        action = jobs.action.reshape(-1)[fk]
+        jobs.release(rows, jid)
+        blocked = fate == BLOCKED
+        held = when - arrived
+        nan = np.full((rows.size, self.N), np.nan)
+        return Outcomes(rows, step, action, ~(handover & blocked), fate == FINISHED, held, held.copy(), arrived, when,
+                        typ, np.zeros(rows.size), (~blocked).astype(np.int64), nan, session[:, None],
+                        decision=~handover, measures={"blocked": blocked, "dropped": fate == DROPPED, "type": typ,
+                                                      "handover": handover, "session": session})
+
+    def probe(self, eng: Engine, rows: np.ndarray) -> Outcomes:
+        """Would the UE blocked now at ``rows`` have finished its session undropped, had it
+        been admitted, with no further arrivals (handovers included)? Decided at once when
+        it does not fit or can never be dropped (its type cannot be, or all present could
+        need their most PRBs at once and still fit); else by a copy of those rows run until
+        it leaves (its channel and everyone's replay their keys, so this is exact)."""
+        jobs, st = eng.jobs, eng.state
+        slot = eng.slot[rows]
+        typ = jobs.job_class[rows, slot]
+        session = jobs.service[rows, slot, 0]
+        start = eng.now[rows]
+        kind = eng.kinds[0]
+        fits = st.cell_used[rows] + kind.table[typ, jobs.cqi0[rows, slot]] <= kind.C
+        fate = np.where(fits, FINISHED, BLOCKED)
+        departure = np.where(fits, start + session, start)
+        # no arrivals in a probe: if every UE present and this one could all need their most
+        # PRBs at once and still fit, nobody is ever dropped
+        safe = st.cell_ues[rows] @ self.most + self.most[typ] <= kind.C
+        run = np.flatnonzero(fits & self.can_drop[typ] & ~safe)
+        if run.size:
+            r = rows[run]
+            follow = _SafeStop(eng, slot[run], np.full(run.size, np.inf), self.most, kind.C, (start + session)[run])
+            clone = follow.state = st.take(r, follow)
+            clone.next_event[:, eng.exogenous] = np.inf
+            local = np.arange(run.size)
+            eng.insert(clone, r, local, None)
+            eng.run(clone, r, follow.horizon, follow.on_exit)
+            departure[run] = follow.departure
+            fate[run] = clone.cell_fate[local, slot[run]]
+        R = rows.size
+        held = departure - start
+        false = np.zeros(R, bool)
+        return Outcomes(rows.copy(), np.full(R, eng.t, np.int64), np.zeros(R, np.int64), false, fate == FINISHED,
+                        held, held.copy(), start.copy(), departure, typ, np.zeros(R), np.zeros(R, np.int64),
+                        np.full((R, self.N), np.nan), session[:, None], decision=np.ones(R, bool),
+                        measures={"blocked": np.ones(R, bool), "dropped": false.copy(), "type": typ.copy(),
+                                  "handover": false.copy(), "session": session.copy()})
