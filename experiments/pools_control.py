@@ -18,7 +18,9 @@ At each load, on the scenario with its arrival rate changed:
         policy and tau chosen on a grid by the mean response time on common random numbers
         (one seed for every candidate), then evaluated afresh;
   (iv)  learned: a differential Q-learner (experiments' Trainer, holding cost) on the scenario's
-        actions (first pool x {none, reroute, replicate} at a few tau).
+        actions (first pool x {none, reroute, replicate} at a few tau); its greedy policy is
+        kept at --snapshots points of the run and the best on the tuning seed is evaluated
+        (the learner's counterpart of tuning tau: a run can end in a worse policy).
 All four are evaluated by drl_ac.evaluation.metrics.evaluate on the same fresh arrivals (one
 seed): mean response time with its 95% interval over instances. A policy is reported unstable,
 not simulated, when the rate is at or above its exact formula bound (none, reroute, full
@@ -30,6 +32,7 @@ more than 3 standard errors and 5%: unstable, or a warm-up too short to tell).
 from __future__ import annotations
 
 import argparse
+import copy
 import importlib.util
 import json
 import math
@@ -207,10 +210,21 @@ def compare(load: float, bnd: dict, args) -> tuple[list[dict], list[dict]]:
     spec = scenario_at(rate)
     trainer = Trainer(TrainConfig(scenario=BASE, steps=args.steps, num_envs=args.train_envs, seed=args.seed,
                                   exploration_start=args.exploration_start), spec=spec)
-    trainer.train()
-    learned = LoadedPolicy(trainer.policy_section())
-    row = {"policy": "learned", **run(learned, spec, evaluation), "train_seconds": time.perf_counter() - t0,
-           "actions": list(spec.actions)}
+    snapshots = []  # the greedy policy at a few points of the run, chosen on the tuning seed like tau
+    for k in range(1, args.snapshots + 1):
+        trainer.train(until=args.steps * k // args.snapshots)
+        snapshots.append((trainer.decisions, copy.deepcopy(trainer.policy_section())))
+    picks = []
+    for decisions, section in snapshots:
+        r = run(LoadedPolicy(section), spec, tuning)
+        picks.append({"decisions": decisions, **r})
+        print(f"  load {load:g} tune learned after {decisions} decisions: {_fmt(r)}", file=sys.stderr, flush=True)
+    ok = [i for i, r in enumerate(picks) if "unstable" not in r]
+    chosen = min(ok, key=lambda i: picks[i]["mean_response"]) if ok else len(picks) - 1
+    learned = LoadedPolicy(snapshots[chosen][1])
+    row = {"policy": f"learned ({snapshots[chosen][0]} decisions)", **run(learned, spec, evaluation),
+           "train_seconds": time.perf_counter() - t0, "actions": list(spec.actions), "snapshots": picks,
+           "learned": True}
     row["action_share"] = _action_share(learned, spec, evaluation)
     rows.append(row)
     for r in rows:
@@ -242,7 +256,7 @@ def verdict(rows: list[dict]) -> dict:
     top) at every load, strictly better (intervals apart) at one at least."""
     per = {}
     for load in sorted({r["load"] for r in rows}):
-        learned = next(r for r in rows if r["load"] == load and r["policy"] == "learned")
+        learned = next(r for r in rows if r["load"] == load and r.get("learned"))
         tuned = next(r for r in rows if r["load"] == load and r.get("tuned"))
         if "unstable" in learned:
             per[load] = {"no_worse": "unstable" in tuned, "better": False}
@@ -262,7 +276,9 @@ def main(argv: list[str] | None = None) -> dict:
                                                                14.0], help="the threshold's grid")
     p.add_argument("--steps", type=int, default=1_000_000, help="training decisions per load")
     p.add_argument("--train-envs", type=int, default=256)
-    p.add_argument("--exploration-start", type=float, default=0.2)
+    p.add_argument("--exploration-start", type=float, default=0.1)
+    p.add_argument("--snapshots", type=int, default=4,
+                   help="greedy policies kept during training; the best on the tuning seed is evaluated")
     p.add_argument("--arrivals", type=int, default=100_000, help="evaluation arrivals per policy")
     p.add_argument("--tune-arrivals", type=int, default=20_000, help="arrivals per grid point")
     p.add_argument("--num-envs", type=int, default=200, help="evaluation instances")
@@ -281,7 +297,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = p.parse_args(argv)
     if args.quick:
         args.loads, args.taus, args.replicate_taus = [0.5], [0.0, 8.0], []
-        args.steps, args.train_envs, args.arrivals, args.tune_arrivals = 20_000, 64, 4000, 2000
+        args.steps, args.train_envs, args.arrivals, args.tune_arrivals, args.snapshots = 20_000, 64, 4000, 2000, 2
         args.num_envs, args.warmup, args.iterations, args.horizon, args.bisect_instances = 20, 100, 2, 100.0, 16
     torch.set_num_threads(1)
     t0 = time.perf_counter()

@@ -26,7 +26,7 @@ def test_control_comparison_runs_and_reports_every_policy(experiment, tmp_path):
     assert abs(bounds["none"]["bound"] - 1 / 1.4) < 1e-9  # two M/M/1 queues: 0.8 + 0.2 x 10 slow = 1.4 per job
     assert bounds["threshold"]["policy"] == "reroute"  # replicate's simulated limit is far below 0.99
     rows = out["rows"]
-    assert [r["policy"].split()[0] for r in rows] == ["none", "full", "threshold:", "learned"]
+    assert [r["policy"].split()[0] for r in rows] == ["none", "full", "threshold:", "learned"] and rows[3]["learned"]
     for r in rows:
         assert "unstable" in r or (r["ci"][0] <= r["mean_response"] <= r["ci"][1]), r
     tuned = rows[2]
