@@ -60,11 +60,14 @@ def summarize(done: Outcomes, num_envs: int) -> dict:
 
 
 def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: int = 10_000,
-             num_envs: int = 500, warmup: int | str = "auto") -> dict:
+             num_envs: int = 500, warmup: int | str = "auto", max_jobs: int | None = None) -> dict:
     """Run ``policy`` greedily on ``arrivals`` decisions after a warm-up per instance
-    (``"auto"``: until the number in system stops drifting, see ``envs.rollout.warm_up``)."""
+    (``"auto"``: until the number in system stops drifting, see ``envs.rollout.warm_up``).
+    ``max_jobs``: the engine's bound on the job table per instance (its default if None); a
+    smaller one makes an unstable policy fail early with ``envs.engine.CapacityError``."""
     num_envs = max(1, min(num_envs, arrivals // 100))  # at least ~100 decisions per instance
-    driver = Driver(spec, num_envs, seed=seed, encoding=getattr(policy, "encoding", None))
+    options = {} if max_jobs is None else {"max_jobs": int(max_jobs)}
+    driver = Driver(spec, num_envs, seed=seed, encoding=getattr(policy, "encoding", None), **options)
     steps = math.ceil(arrivals / num_envs)
     warmup_steps = warm_up(driver, policy) if warmup == "auto" else int(warmup)
     done, _ = collect(driver, policy, steps, 0 if warmup == "auto" else warmup_steps)

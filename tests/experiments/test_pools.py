@@ -15,3 +15,20 @@ def test_quick_run_writes_tables_and_the_figure(experiment, tmp_path):
     none = next(r for r in out["stability"] if r["policy"] == "none")
     assert 0.75 < none["simulated"] / none["formula"] < 1.3  # 3 bisection steps: a coarse bracket
     assert len(out["curves"]) == 2 and all(len(c["mean"]) == 3 for c in out["curves"])
+
+
+def test_control_comparison_runs_and_reports_every_policy(experiment, tmp_path):
+    control = experiment("pools_control")
+    out = control.main(["--quick", "--out", str(tmp_path / "control.json")])
+    saved = json.loads((tmp_path / "control.json").read_text())
+    assert saved["verdict"] == json.loads(json.dumps(out["verdict"]))
+    bounds = out["bounds"]
+    assert abs(bounds["none"]["bound"] - 1 / 1.4) < 1e-9  # two M/M/1 queues: 0.8 + 0.2 x 10 slow = 1.4 per job
+    assert bounds["threshold"]["policy"] == "reroute"  # replicate's simulated limit is far below 0.99
+    rows = out["rows"]
+    assert [r["policy"].split()[0] for r in rows] == ["none", "full", "threshold:", "learned"] and rows[3]["learned"]
+    for r in rows:
+        assert "unstable" in r or (r["ci"][0] <= r["mean_response"] <= r["ci"][1]), r
+    tuned = rows[2]
+    assert tuned["tuned"] and "unstable" not in tuned
+    assert set(out["verdict"]["per_load"]) == {0.5}
