@@ -34,6 +34,10 @@ class Driver:
         """(B,) integral of the number of jobs in system over the last step."""
         return self.engine.holding
 
+    def jobs_in_system(self) -> np.ndarray:
+        """(B,) admitted jobs still in each instance."""
+        return self.engine.jobs_in_system()
+
     def reset(self, seed: int | None = None) -> np.ndarray:
         self.engine.reset(seed)
         return self.observe()

@@ -209,7 +209,8 @@ def compare(load: float, bnd: dict, args) -> tuple[list[dict], list[dict]]:
     torch.manual_seed(args.seed)
     spec = scenario_at(rate)
     trainer = Trainer(TrainConfig(scenario=BASE, steps=args.steps, num_envs=args.train_envs, seed=args.seed,
-                                  exploration_start=args.exploration_start), spec=spec)
+                                  exploration_start=args.exploration_start, reset_backlog=args.reset_backlog),
+                      spec=spec)
     snapshots = []  # the greedy policy at a few points of the run, chosen on the tuning seed like tau
     for k in range(1, args.snapshots + 1):
         trainer.train(until=args.steps * k // args.snapshots)
@@ -277,6 +278,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--steps", type=int, default=1_000_000, help="training decisions per load")
     p.add_argument("--train-envs", type=int, default=256)
     p.add_argument("--exploration-start", type=float, default=0.1)
+    p.add_argument("--reset-backlog", type=int, default=50,
+                   help="a training instance holding more jobs restarts empty (0: never)")
     p.add_argument("--snapshots", type=int, default=4,
                    help="greedy policies kept during training; the best on the tuning seed is evaluated")
     p.add_argument("--arrivals", type=int, default=100_000, help="evaluation arrivals per policy")

@@ -84,7 +84,8 @@ def compare(load: float, args) -> list[dict]:
                     evaluate(LoadThreshold(best[1], top), spec, **run)))
     torch.manual_seed(args.seed)
     trainer = Trainer(TrainConfig(scenario="redundancy_ps", steps=args.steps, num_envs=args.train_envs,
-                                  seed=args.seed), spec=spec)
+                                  seed=args.seed, exploration_start=args.exploration_start,
+                                  reset_backlog=args.reset_backlog), spec=spec)
     trainer.train()
     rows.append(row("learned", evaluate(LoadedPolicy(trainer.policy_section()), spec, **run)))
     for r in rows:
@@ -104,6 +105,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--num-envs", type=int, default=500)
     p.add_argument("--warmup", type=int, default=2000,
                    help="warm-up steps per instance (fixed: near lambda*(d) a drift test would run for long)")
+    p.add_argument("--exploration-start", type=float, default=0.1,
+                   help="initial exploration (random d overloads the system near lambda*(d))")
+    p.add_argument("--reset-backlog", type=int, default=200,
+                   help="a training instance holding more jobs restarts empty (0: never)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("results/redundancy.json"))
     args = p.parse_args(argv)

@@ -71,6 +71,7 @@ FIXED_ON_RESUME = {
     "--beta": ("beta", "learner.beta"), "--rbar-update": ("rbar_update", "learner.rbar_update"),
     "--hidden": ("hidden", "learner.hidden"), "--lam-eta": ("lam_eta", "lam_eta"),
     "--lam-kp": ("lam_kp", "lam_kp"), "--lam-margin": ("lam_margin", "lam_margin"), "--cost": ("cost", "cost"),
+    "--reset-backlog": ("reset_backlog", "reset_backlog"),
 }
 # Options of this invocation only (not stored in the checkpoint): repeated in the resume command.
 RUN_OPTIONS = {"--device": "device", "--threads": "threads", "--calibrate": "calibrate",
@@ -141,6 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cost", choices=list(COSTS), default=d.cost,
                    help="objective response_time: charge each decision the jobs-in-system area until the next "
                         "one (holding; Little's law) or its own job's response time (own)")
+    p.add_argument("--reset-backlog", type=int, default=d.reset_backlog,
+                   help="holding cost: restart a training instance empty when it holds more jobs (0: never)")
     p.add_argument("--calibrate", choices=["auto", "on", "off"], default="auto",
                    help="tune the acceptance bias on the learned advantage so violation <= eps - margin "
                         "(auto: on when lam is automatic)")
@@ -175,7 +178,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(scenario=str(args.scenario), num_envs=args.num_envs, lam=args.lam, eps=args.eps,
                        d_ub=args.d_ub, delay=args.delay, seed=args.seed, device=args.device,
                        include_in_service=args.include_in_service, updates_per_step=args.updates_per_step,
-                       lam_eta=args.lam_eta, lam_kp=args.lam_kp, lam_margin=args.lam_margin, cost=args.cost,
+                       lam_eta=args.lam_eta, lam_kp=args.lam_kp, lam_margin=args.lam_margin, cost=args.cost, reset_backlog=args.reset_backlog,
                        learner=learner,
                        **kwargs)
 

@@ -62,6 +62,12 @@ class TrainConfig:
     for the load it adds to everyone (under processor sharing or redundancy a job's own
     time also depends on later decisions). ``"own"``: its own job's response time, when the
     job leaves (the delayed-completion path).
+
+    ``reset_backlog`` (holding cost only; 0 = never): a training instance holding more jobs
+    than this starts afresh, empty. Exploration (random replication degrees, the slow pool)
+    can push an instance past its stability limit; without a reset it stays congested for
+    the rest of the run and the values learned there are those of an overloaded system.
+    The step that crossed the limit is kept, with its true next state.
     """
 
     scenario: str = "paper_tandem"
@@ -88,6 +94,7 @@ class TrainConfig:
     lam_start: float = 0.2  # fraction of the run before the automatic lam moves (policy still immature)
     stats_half_life: float = 200_000.0
     cost: str = "holding"
+    reset_backlog: int = 0
     learner: LearnerConfig = field(default_factory=LearnerConfig)
 
     def __post_init__(self) -> None:
@@ -140,6 +147,8 @@ class TrainConfig:
                "give the fraction of the run before the automatic multiplier moves")
         _check(self.stats_half_life, "stats_half_life", None, lambda v: math.isfinite(v) and v > 0,
                "a finite number > 0", "give a positive half-life in decisions")
+        _check(self.reset_backlog, "reset_backlog", "--reset-backlog", _int_at_least(0), "an integer >= 0",
+               "give the jobs in system above which a training instance restarts empty (0: never)")
         if self.cost not in COSTS:
             raise ValueError(f"cost (--cost): unknown {self.cost!r}. Fix: use one of {', '.join(COSTS)}.")
         check_learner(self.learner)
@@ -237,11 +246,16 @@ class Trainer:
         self.rng = np.random.default_rng([config.seed, 1])  # exploration
         self.auto_lam = self.spec.admission and self.spec.lam is None
         self.per_step_cost = self.spec.objective == "response_time" and config.cost == "holding"
+        if config.reset_backlog and not self.per_step_cost:
+            raise ValueError("reset_backlog (--reset-backlog): restarting instances needs decisions charged per step "
+                             "(objective response_time with cost holding); others would lose pending outcomes. "
+                             "Fix: use 0.")
         self.multiplier = LagrangeMultiplier(self.spec.eps - (config.lam_margin if self.auto_lam else 0.0),
                                              lam=config.lam_init if self.auto_lam else (self.spec.lam or 0.0),
                                              eta=config.lam_eta, kp=config.lam_kp, every=config.lam_every)
         self.stats = RunningStats(config.stats_half_life)
         self.t = 0
+        self.resets = 0  # training instances restarted for their backlog
         self.last: dict[str, float] = {}
         obs = self.driver.reset(config.seed)
         self.obs = obs
@@ -269,6 +283,12 @@ class Trainer:
         action = epsilon_greedy(greedy, self.exploration(), self.num_actions, self.rng)
         self.obs, exp = act(self.driver, self.store, self.t, action, greedy, self.per_step_cost)
         self.t += 1
+        if self.config.reset_backlog:
+            congested = self.driver.jobs_in_system() > self.config.reset_backlog
+            if congested.any():
+                self.resets += int(congested.sum())
+                self.obs = self.driver.reset_instances(congested)
+                self.store.put_obs(self.t, self.obs)  # the next decisions start from the fresh states
         self.replay.add(exp)
         self.stats.update(exp)
         if (self.auto_lam and self.t % self.multiplier.every == 0 and self.decisions >= self.config.lam_start
@@ -285,7 +305,7 @@ class Trainer:
                "acceptance": self.stats.acceptance, "objective": self.stats.objective,
                "throughput": self.stats.throughput, "mean_cost": self.stats.mean_cost,
                "rbar": float(self.learner.rbar), "lam": self.lam, "exploration": self.exploration(),
-               "decisions": self.decisions}
+               "decisions": self.decisions, "resets": self.resets}
         out.update({k: float(v) for k, v in self.last.items()})
         return out
 

@@ -189,3 +189,23 @@ def test_three_actions_end_to_end(tmp_path):
     assert actions[0] == 1  # both empty: the fast station
     resumed = Trainer.resume(tmp_path / "checkpoint.pt")
     assert resumed.spec.actions == ("reject", "fast", "slow")
+
+
+def test_congested_training_instances_restart_and_steps_are_charged_at_once():
+    # redundancy_ps above lambda*(d = 1) = 10: always d = 1 (greedy or not) overloads, the
+    # backlog passes 30 and the instance restarts empty; every decision is completed in its
+    # own step (holding cost), so nothing stays pending.
+    from envs import NetworkSpec, load_spec
+    cfg = load_spec("redundancy_ps").to_dict()
+    cfg["arrival"] = {"dist": "exponential", "rate": 14.0}
+    trainer = Trainer(TrainConfig(scenario="redundancy_ps", num_envs=16, steps=16 * 400, learning_starts=10**9,
+                                  exploration_start=0.01, exploration_end=0.01, reset_backlog=30),
+                      spec=NetworkSpec.from_dict(cfg))
+    for _ in range(400):
+        trainer.step()
+        assert (trainer.driver.jobs_in_system() <= 30).all() and trainer.store.pending_count() == 0
+    assert trainer.resets > 0 and len(trainer.replay) == 16 * 400
+    with pytest.raises(ValueError, match="reset_backlog"):
+        TrainConfig(reset_backlog=-1)
+    with pytest.raises(ValueError, match="reset_backlog"):
+        Trainer(TrainConfig(scenario="paper_tandem", num_envs=4, reset_backlog=10))
