@@ -91,14 +91,14 @@ def cell_summary(done: Outcomes, num_envs: int, num_types: int, period: float | 
     * ``dropping``: P(dropped | admitted) = dropped / new UEs admitted (not blocked), with
       ``dropping_se`` and ``dropping_upper``, its one-sided 95% upper bound (the constraint
       ``dropping <= eps`` is judged on it);
-    * ``handover_dropping``: handovers that could not be carried / handovers (NaN without);
+    * ``handover_dropping`` (+ ``_se``): handovers that could not be carried / handovers (NaN without);
     * ``carried_load``: mean PRBs in use seen by new UEs at arrival (``occupancy``: samples
       (env, time, PRBs) taken at the decisions; for Poisson arrivals the time average of the
       PRBs in use, PASTA; NaN without samples);
-    * ``blocking_by_type``, ``dropping_by_type`` (+ ``_se``), ``handover_dropping_by_type``,
-      ``new_ues_by_type``: lists over the UE types;
-    * with ``period``: ``blocking_by_phase``, ``dropping_by_phase`` (+ ``_se``),
-      ``handover_dropping_by_phase``, ``carried_load_by_phase``, ``new_ues_by_phase`` over
+    * ``blocking_by_type``, ``dropping_by_type``, ``handover_dropping_by_type`` (the last two
+      with ``_se``, all with ``_ci``), ``new_ues_by_type``, ``handovers_by_type``: lists over
+      the UE types;
+    * with ``period``: the same ``..._by_phase`` and ``carried_load_by_phase`` over
       ``bins`` equal bins of the period (the phase of a row = its arrival time mod period),
       and ``phase_bins``.
 
@@ -117,7 +117,7 @@ def cell_summary(done: Outcomes, num_envs: int, num_types: int, period: float | 
         admitted = new & ~blocked
         _estimate(out, "blocking" + suffix, per_env(new & blocked), per_env(new))
         _estimate(out, "dropping" + suffix, per_env(admitted & dropped), per_env(admitted), se=True)
-        _estimate(out, "handover_dropping" + suffix, per_env(hand & blocked), per_env(hand))
+        _estimate(out, "handover_dropping" + suffix, per_env(hand & blocked), per_env(hand), se=True)
         out["new_ues" + suffix], out["handovers" + suffix] = int(new.sum()), int(hand.sum())
         return out
 
