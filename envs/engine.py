@@ -59,7 +59,7 @@ class Engine:
 
     def __init__(self, spec: NetworkSpec, num_envs: int, seed: int | None = None,
                  capacity: int = 64, max_jobs: int = 1 << 16, max_bytes: int = 4 << 30,
-                 exact_counterfactual: bool = False):
+                 exact_counterfactual: bool = False, start: float | np.ndarray = 0.0):
         if num_envs < 1:
             raise ValueError(f"num_envs: must be >= 1, got {num_envs}. Fix: give a positive number of instances.")
         self.spec = spec
@@ -100,6 +100,9 @@ class Engine:
                         *self.routing.columns)
         self.probe = Probe(self, exact=exact_counterfactual)
         self._all = np.arange(self.B)
+        # per-instance start times (e.g. spread over the period of an arrival profile, so that
+        # instances are not in phase: drl_ac.evaluation.metrics.phase_offsets)
+        self.start = np.broadcast_to(np.asarray(start, dtype=float), (self.B,)).copy()
         self.reset(seed)
 
     # ------------------------------------------------------------------ public API
@@ -124,13 +127,13 @@ class Engine:
         self.t = 0
         self.holding = np.zeros(B)  # jobs-in-system area over the last step
         self.arrivals = ClassArrivals(self.spec.arrival_processes())
-        self.arrivals.reset(self.rng, B)
+        self.arrivals.reset(self.rng, B, self.start)
         self.now, self.arriving = self.arrivals.pop(self.rng)
         self._new_arrival()
 
     def reset_instances(self, rows: np.ndarray) -> None:
-        """Empty the instances ``rows`` (their jobs vanish unreported); they restart at time
-        zero with a fresh arrival, in step with the others."""
+        """Empty the instances ``rows`` (their jobs vanish unreported); they restart at their
+        start time (``start``, zero by default) with a fresh arrival, in step with the others."""
         rows = np.asarray(rows, np.int64)
         st = self.state
         st.next_event[rows] = np.inf
@@ -140,7 +143,7 @@ class Engine:
         slot = self.slot[rows]
         self.jobs.clear(rows, keep=slot)  # the job arriving now keeps its slot and its draws
         fresh = ClassArrivals(self.arrivals.processes)
-        fresh.reset(self.rng, rows.size)
+        fresh.reset(self.rng, rows.size, self.start[rows])
         self.now[rows], self.arriving[rows] = fresh.pop(self.rng)
         self.arrivals.next_time[rows] = fresh.next_time
         self.jobs.arrival_time[rows, slot] = self.now[rows]

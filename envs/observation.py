@@ -27,6 +27,47 @@ from envs.spec import NetworkSpec
 
 
 @dataclass(frozen=True)
+class CellLayout:
+    """Columns of a cell's observation (``ObservationEncoding.cell_layout``) and readers of
+    the quantities rules use, each (B,) from an observation batch (B, width)."""
+
+    types: int
+    ues: slice  # UEs per type
+    used: int  # PRBs in use
+    onehot: slice | None  # the arriving UE's type, one-hot (several types only)
+    demand: int  # the arriving UE's PRB demand
+    phase: slice | None  # 1 + sin, 1 + cos of the phase (with a profile)
+    period: float | None
+    bands: slice | None  # UEs per (type, CQI band)
+
+    def prbs_in_use(self, obs: np.ndarray) -> np.ndarray:
+        return obs[:, self.used]
+
+    def ue_type(self, obs: np.ndarray) -> np.ndarray:
+        """Type of the arriving UE (0 with one type)."""
+        if self.onehot is None:
+            return np.zeros(obs.shape[0], np.int64)
+        return obs[:, self.onehot].argmax(1)
+
+    def ue_demand(self, obs: np.ndarray) -> np.ndarray:
+        return obs[:, self.demand]
+
+    def time_of_day(self, obs: np.ndarray) -> np.ndarray:
+        """The arrival time modulo the period, recovered from (1 + sin, 1 + cos)."""
+        if self.phase is None:
+            raise ValueError("time_of_day: the observation has no phase (no periodic arrival profile)")
+        s, c = obs[:, self.phase.start] - 1.0, obs[:, self.phase.start + 1] - 1.0
+        return (np.arctan2(s, c) % (2 * np.pi)) / (2 * np.pi) * self.period
+
+    def phase_bin(self, obs: np.ndarray, bins: int) -> np.ndarray:
+        """Which of ``bins`` equal bins of the period the arrival falls in (from float32
+        features: an arrival within ~1e-4 of the period's length of a bin edge may land in the
+        neighbouring bin)."""
+        t = self.time_of_day(obs) / self.period
+        return np.minimum((t * bins).astype(np.int64), bins - 1)
+
+
+@dataclass(frozen=True)
 class ObservationEncoding:
     num_stations: int
     include_in_service: bool = False
@@ -88,6 +129,23 @@ class ObservationEncoding:
         if self.period:
             parts.append(self._phase(eng))
         return np.concatenate(parts + bands, 1).astype(np.float32)
+
+    def cell_layout(self) -> CellLayout:
+        """Where a cell's features lie in the observation (see the module text): the one
+        place rules and metrics learn the column numbers from."""
+        if self.cell_bands < 0:
+            raise ValueError("cell_layout: this encoding does not observe a cell. Fix: use a spec with a 'cell:' block.")
+        K = self.num_classes
+        at = K + 1  # after UEs per type and PRBs in use
+        onehot = None
+        if K > 1:
+            onehot, at = slice(at, at + K), at + K
+        demand, at = at, at + 1
+        phase = None
+        if self.period:
+            phase, at = slice(at, at + 2), at + 2
+        bands = slice(at, at + K * self.cell_bands) if self.cell_bands else None
+        return CellLayout(K, slice(0, K), K, onehot, demand, phase, self.period, bands)
 
     def scale(self, spec: NetworkSpec) -> np.ndarray:
         """Per-feature normaliser for the Q-network: a station's servers for its counts, 1 else

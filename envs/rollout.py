@@ -80,3 +80,45 @@ def warm_up(driver: Driver, policy: Policy, chunk: int = 100, min_steps: int = 3
                 break
         previous = level
     return steps
+
+
+def collect_time(driver: Driver, policy: Policy, begin: np.ndarray, end: np.ndarray,
+                 sample: Callable[[Driver], np.ndarray] | None = None
+                 ) -> tuple[Outcomes, tuple[np.ndarray, np.ndarray, np.ndarray] | None, int]:
+    """Step from the driver's current state until every instance b has passed ``end[b]`` and
+    every job that arrived before it has left; keep the rows that arrived in
+    ``[begin[b], end[b])`` (windows in time, not in decisions: with a time-varying arrival
+    rate a window of decisions covers less time in busy hours than in quiet ones).
+
+    Returns (the window's outcomes, the samples of ``sample(driver)`` (B,) at the decisions
+    inside the windows as (env, time, value) or None, the steps taken before the last
+    instance entered its window).
+    """
+    eng = driver.engine
+    begin, end = np.asarray(begin, float), np.asarray(end, float)
+    parts: list[Outcomes] = []
+    envs, times, values = [], [], []
+    obs = driver.observe()
+    entered = 0
+    while (eng.now < end).any() or (eng.jobs.live & (eng.jobs.arrival_time < end[:, None])).any():
+        if (eng.now < begin).any():
+            entered = eng.t + 1
+        if sample is not None:
+            inside = np.flatnonzero((eng.now >= begin) & (eng.now < end))
+            if inside.size:
+                envs.append(inside)
+                times.append(eng.now[inside].copy())
+                values.append(np.asarray(sample(driver), float)[inside])
+        obs, done = driver.step(np.asarray(policy(obs), np.int64))
+        parts.append(done)
+    done = Outcomes.concat(parts, eng.N)
+    at = done.arrival_time
+    window = done.select((at >= begin[done.env]) & (at < end[done.env]))
+    samples = None
+    if sample is not None:
+        samples = (_cat(envs, np.int64), _cat(times, float), _cat(values, float))
+    return window, samples, entered
+
+
+def _cat(parts: list, dtype) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.empty(0, dtype)

@@ -9,6 +9,13 @@ violation <= eps on common random numbers), the paper's tabular R-learning is tr
 the same environment, and all are evaluated on the same fresh seeds. Tuning takes a while:
 one line per candidate rule and per stage goes to stderr (--quiet: none), the table or
 JSON to stdout.
+
+A cell scenario (a 'cell:' block) is compared with the cell rules instead
+(drl_ac.evaluation.cell_baselines: accept-all, PRB threshold, per-type thresholds, guard
+and fractional guard channel and, with a daily profile, per-type thresholds per phase
+bin), tuned for the lowest blocking at dropping <= eps with its one-sided 95% margin
+(--cell-measure handover_dropping: the classical guard-channel constraint); the table
+gives blocking, dropping, handover dropping and carried PRBs overall and per UE type.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from pathlib import Path
 from drl_ac.checkpoint import CheckpointError, load_policy
 from drl_ac.cli import HelpFormatter
 from drl_ac.evaluation.baselines import tuned_rules
+from drl_ac.evaluation.cell_baselines import tuned_cell_rules
 from drl_ac.evaluation.metrics import evaluate, format_metrics
 from drl_ac.evaluation.tabular import train_tabular
 from envs import NetworkSpec, SpecError, available_scenarios, load_spec
@@ -42,6 +50,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="multiplier of the tabular baseline (default: the scenario's, else the learned one's)")
     p.add_argument("--tabular-decisions", type=int, default=None,
                    help="training decisions of the tabular baseline (default: the paper's 500k, 1.5M for 4+ stations)")
+    p.add_argument("--cell-measure", choices=("dropping", "handover_dropping"), default="dropping",
+                   help="a cell: the measure the rules keep <= eps")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr while --baselines tunes")
     args = p.parse_args(argv)
     try:
@@ -54,9 +64,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"error: {exc}")
     if args.baselines:
         rows = compare_with_baselines(policy, metrics, spec, args)
-        print(json.dumps(rows) if args.json else format_table(rows, spec))
+        print(json.dumps(rows) if args.json else (format_cell_table(rows, spec) if spec.cell is not None
+                                                  else format_table(rows, spec)))
     elif args.json:
         print(json.dumps(metrics))
+    elif spec.cell is not None:
+        print(format_cell_table([{"policy": "learned", "rule": "Q-network", **metrics}], spec))
     else:
         print(f"{spec.name} (d_ub {spec.d_ub}, eps {spec.eps}, delay {spec.delay}): {format_metrics(metrics)}")
 
@@ -66,6 +79,8 @@ def compare_with_baselines(policy, learned: dict, spec, args) -> list[dict]:
     say = progress_printer(getattr(args, "quiet", False))
     rows = [{"policy": "learned", "rule": "Q-network", **learned}]
     run = {"arrivals": args.arrivals, "seed": args.seed, "num_envs": args.num_envs}
+    if spec.cell is not None:
+        return rows + cell_baseline_rows(spec, args, run, say)
     say(f"tuning threshold rules for {spec.name} (violation <= eps {spec.eps:g}; {args.tune_arrivals} arrivals per "
         "candidate, doubled while its 95% interval contains eps):")
     tuned_all = tuned_rules(spec, arrivals=args.tune_arrivals, progress=lambda text: say("  " + text))
@@ -81,6 +96,41 @@ def compare_with_baselines(policy, learned: dict, spec, args) -> list[dict]:
     rows.append({"policy": "accept-all", "rule": "", **evaluate(accept_all, spec, **run)})
     say("done")
     return rows
+
+
+def cell_baseline_rows(spec, args, run: dict, say) -> list[dict]:
+    """The cell rules tuned for ``spec``, each evaluated on the learned policy's seeds."""
+    measure = getattr(args, "cell_measure", "dropping")
+    say(f"tuning cell rules for {spec.name} ({measure} <= eps {spec.eps:g} with its one-sided 95% margin; "
+        f"{args.tune_arrivals} arrivals per candidate, doubled while undecided):")
+    rows = []
+    for name, tuned in tuned_cell_rules(spec, arrivals=args.tune_arrivals, measure=measure,
+                                        progress=lambda text: say("  " + text)).items():
+        say(f"evaluating {name} ({tuned.rule.describe()}) on {args.arrivals} arrivals")
+        rows.append({"policy": name, "rule": tuned.rule.describe(), **evaluate(tuned.rule, spec, **run)})
+    say("done")
+    return rows
+
+
+def format_cell_table(rows: list[dict], spec) -> str:
+    """Blocking, dropping [95% CI], handover dropping and carried PRBs per policy, then blocking
+    and dropping per UE type."""
+    names = [t.name for t in spec.cell.types]
+
+    def ci(r, key):
+        lo, hi = r[f"{key}_ci"]
+        return f"{r[key]:.4f} [{lo:.4f}, {hi:.4f}]"
+
+    head = (f"{spec.name}: {spec.cell.prbs} PRBs, eps {spec.eps} on P(dropped | admitted), {rows[0]['arrivals']} "
+            "new UEs\n| policy | rule | blocking [95% CI] | dropping [95% CI] | handover dropping | carried PRBs |\n"
+            "|---|---|---|---|---|---|")
+    lines = [f"| {r['policy']} | {r['rule']} | {ci(r, 'blocking')} | {ci(r, 'dropping')} | "
+             f"{r['handover_dropping']:.4f} | {r['carried_load']:.2f} |" for r in rows]
+    per_type = ["", "| policy | " + " | ".join(f"{n}: blocking, dropping" for n in names) + " |",
+                "|---|" + "---|" * len(names)]
+    per_type += ["| " + r["policy"] + " | " + " | ".join(
+        f"{b:.4f}, {d:.4f}" for b, d in zip(r["blocking_by_type"], r["dropping_by_type"], strict=True)) + " |" for r in rows]
+    return "\n".join([head, *lines, *per_type])
 
 
 def progress_printer(quiet: bool):

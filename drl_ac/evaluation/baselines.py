@@ -12,12 +12,13 @@ standard error of about 0.0015 (800k arrivals) instead of being rejected by nois
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from drl_ac.evaluation.metrics import evaluate
+from drl_ac.evaluation.metrics import Z95_ONE_SIDED, evaluate
 from envs import NetworkSpec
 
 
@@ -79,8 +80,13 @@ class _Tuner:
     """Evaluates candidates on common random numbers, growing the sample while undecided."""
 
     def __init__(self, spec: NetworkSpec, arrivals: int, seed: int, num_envs: int, max_arrivals: int | None = None,
-                 progress: Callable[[str], None] | None = None):
+                 progress: Callable[[str], None] | None = None, measure: str = "violation", margin: bool = False):
+        """``measure``: the metric held <= eps (a cell: ``dropping``, P(dropped | admitted), or
+        ``handover_dropping``); ``margin``: feasible iff its one-sided 95% upper bound is <= eps
+        (the sample doubles while the one-sided bounds straddle eps), instead of the point
+        estimate once the two-sided 95% interval excludes eps."""
         self.spec, self.arrivals, self.seed, self.num_envs = spec, arrivals, seed, num_envs
+        self.measure, self.margin = measure, margin
         self.max_arrivals = max_arrivals if max_arrivals is not None else 8 * arrivals
         self.progress = progress
         self.trace: list[tuple[str, int, float, float]] = []
@@ -90,13 +96,17 @@ class _Tuner:
     def evaluate(self, rule, arrivals: int) -> dict:
         key = (rule.describe(), arrivals)
         if key not in self.cache:
+            if hasattr(rule, "reset"):  # a randomised rule replays the same uniforms: common random numbers
+                rule.reset()
             m = evaluate(rule, self.spec, arrivals=arrivals, seed=self.seed, num_envs=self.num_envs)
             self.cache[key] = m
-            self.trace.append((key[0], arrivals, m["violation"], m["acceptance"]))
+            v = self.measure
+            self.trace.append((key[0], arrivals, m[v], m["acceptance"]))
             if self.progress is not None:
-                lo, hi = m["violation_ci"]
-                self.progress(f"{key[0]}: violation {m['violation']:.4f} [{lo:.4f}, {hi:.4f}], acceptance "
-                              f"{m['acceptance']:.4f} ({m['arrivals']} arrivals)")
+                lo, hi = m[f"{v}_ci"]
+                extra = f", blocking {m['blocking']:.4f}" if "blocking" in m else ""
+                self.progress(f"{key[0]}: {v} {m[v]:.4f} [{lo:.4f}, {hi:.4f}], acceptance "
+                              f"{m['acceptance']:.4f}{extra} ({m['arrivals']} arrivals)")
         return self.cache[key]
 
     def _decide(self, rule) -> tuple[bool, dict]:
@@ -105,9 +115,17 @@ class _Tuner:
             n, eps = self.arrivals, self.spec.eps
             while True:
                 m = self.evaluate(rule, n)
-                lo, hi = m["violation_ci"]
+                if self.margin:
+                    p, se = m[self.measure], m[f"{self.measure}_se"]
+                    if math.isnan(p):  # nothing admitted: nothing dropped
+                        p, se = 0.0, 0.0
+                    lo, hi = p - Z95_ONE_SIDED * se, p + Z95_ONE_SIDED * se
+                    ok = hi <= eps
+                else:
+                    lo, hi = m[f"{self.measure}_ci"]
+                    ok = m[self.measure] <= eps
                 if hi <= eps or lo > eps or n >= self.max_arrivals:
-                    self.decided[key] = (bool(m["violation"] <= eps), m)
+                    self.decided[key] = (bool(ok), m)
                     break
                 n = min(2 * n, self.max_arrivals)
         return self.decided[key]

@@ -1,5 +1,10 @@
 """Evaluate any policy (learned or a rule) on fresh seeds with the same metrics.
 
+A cell (``spec.cell``) adds its own measures (``cell_summary``): blocking, dropping,
+handover dropping and carried load, overall, per UE type and, with a periodic arrival
+profile, per phase bin of the period. Systems with a periodic profile are evaluated on
+instances started at spread-out phases over windows of equal *time* (``evaluate``).
+
 Outcomes are taken for a window of decisions after a warm-up, every job of the window
 followed to its departure (see ``envs.rollout.collect``). A policy is observed through its
 own ``encoding`` when it has one (a loaded policy), else through the system's default
@@ -16,10 +21,11 @@ from collections.abc import Callable
 import numpy as np
 
 from envs import Driver, NetworkSpec, Outcomes
-from envs.rollout import collect, warm_up
+from envs.rollout import collect, collect_time, warm_up
 
 Policy = Callable[[np.ndarray], np.ndarray]
 Z95 = 1.959963984540054
+Z95_ONE_SIDED = 1.6448536269514722
 
 
 def ratio_estimate(num: np.ndarray, den: np.ndarray) -> tuple[float, float]:
@@ -59,19 +65,164 @@ def summarize(done: Outcomes, num_envs: int) -> dict:
     return out
 
 
+def _estimate(out: dict, name: str, num: np.ndarray, den: np.ndarray, se: bool = False) -> None:
+    p, s = ratio_estimate(num, den)
+    out[name], out[f"{name}_ci"] = p, [p - Z95 * s, p + Z95 * s]
+    if se:
+        out[f"{name}_se"] = s
+
+
+def _estimates(out: dict, name: str, nums: list, dens: list, se: bool = False) -> None:
+    """Lists ``name``, ``name_ci`` (and ``name_se``), one entry per group."""
+    parts: dict = {}
+    for num, den in zip(nums, dens, strict=True):
+        _estimate(parts, name, num, den, se)
+        for key in [k for k in parts if k.startswith(name)]:
+            out.setdefault(key, []).append(parts.pop(key))
+
+
+def cell_summary(done: Outcomes, num_envs: int, num_types: int, period: float | None = None, bins: int = 24,
+                 occupancy: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> dict:
+    """A cell's measures from a window of outcomes (decision rows = new UEs, the others =
+    handovers), each with a 95% interval over instances (``NAME_ci``), like ``summarize``:
+
+    * ``blocking``: P(a new UE is blocked) = blocked / new UEs (refused by the controller or
+      for lack of room);
+    * ``dropping``: P(dropped | admitted) = dropped / new UEs admitted (not blocked), with
+      ``dropping_se`` and ``dropping_upper``, its one-sided 95% upper bound (the constraint
+      ``dropping <= eps`` is judged on it);
+    * ``handover_dropping`` (+ ``_se``): handovers that could not be carried / handovers (NaN without);
+    * ``carried_load``: mean PRBs in use seen by new UEs at arrival (``occupancy``: samples
+      (env, time, PRBs) taken at the decisions; for Poisson arrivals the time average of the
+      PRBs in use, PASTA; NaN without samples);
+    * ``blocking_by_type``, ``dropping_by_type``, ``handover_dropping_by_type`` (the last two
+      with ``_se``, all with ``_ci``), ``new_ues_by_type``, ``handovers_by_type``: lists over
+      the UE types;
+    * with ``period``: the same ``..._by_phase`` and ``carried_load_by_phase`` over
+      ``bins`` equal bins of the period (the phase of a row = its arrival time mod period),
+      and ``phase_bins``.
+
+    ``new_ues``, ``handovers`` count the rows.
+    """
+    m = done.measures
+    decision = np.ones(len(done), bool) if done.decision is None else done.decision
+    blocked, dropped, typ = m["blocked"], m["dropped"], m["type"]
+
+    def per_env(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(done.env, weights=mask.astype(float), minlength=num_envs)
+
+    def measures(sel: np.ndarray, out: dict | None = None, suffix: str = "") -> dict:
+        out = {} if out is None else out
+        new, hand = sel & decision, sel & ~decision
+        admitted = new & ~blocked
+        _estimate(out, "blocking" + suffix, per_env(new & blocked), per_env(new))
+        _estimate(out, "dropping" + suffix, per_env(admitted & dropped), per_env(admitted), se=True)
+        _estimate(out, "handover_dropping" + suffix, per_env(hand & blocked), per_env(hand), se=True)
+        out["new_ues" + suffix], out["handovers" + suffix] = int(new.sum()), int(hand.sum())
+        return out
+
+    out = measures(np.ones(len(done), bool))
+    out["dropping_upper"] = out["dropping"] + Z95_ONE_SIDED * out["dropping_se"]
+    ones = np.ones(0)
+    if occupancy is not None:
+        env, when, used = occupancy
+        ones = np.ones(env.size)
+        _estimate(out, "carried_load", np.bincount(env, used, num_envs), np.bincount(env, ones, num_envs))
+    else:
+        out["carried_load"], out["carried_load_ci"] = math.nan, [math.nan, math.nan]
+    groups = {"type": [typ == k for k in range(num_types)]}
+    if period is not None:
+        edges = bins / period
+        groups["phase"] = [((done.arrival_time % period) * edges).astype(np.int64).clip(0, bins - 1) == j
+                           for j in range(bins)]
+        out["phase_bins"] = bins
+    for group, masks in groups.items():
+        for sel in masks:
+            one = measures(sel)
+            for key, value in one.items():  # blocking_ci -> blocking_by_type_ci
+                base, tail = (key[:-3], key[-3:]) if key.endswith(("_ci", "_se")) else (key, "")
+                out.setdefault(f"{base}_by_{group}{tail}", []).append(value)
+    if period is not None and occupancy is not None:
+        j = ((when % period) * (bins / period)).astype(np.int64).clip(0, bins - 1)
+        _estimates(out, "carried_load_by_phase",
+                   [np.bincount(env, used * (j == b), num_envs) for b in range(bins)],
+                   [np.bincount(env, ones * (j == b), num_envs) for b in range(bins)])
+    return out
+
+
+def phase_offsets(period: float, num_envs: int, seed: int) -> np.ndarray:
+    """Start times of ``num_envs`` instances spread over the period: (b + U) / B of it for
+    instance b, U ~ Uniform(0, 1) common (stratified: every phase equally covered)."""
+    u = np.random.default_rng([seed, 0x5EED]).random()
+    return period * (np.arange(num_envs) + u) / num_envs
+
+
+def relaxation_time(spec: NetworkSpec) -> float:
+    """Warm-up time of a periodic system from an empty start: 10 mean sessions of the
+    longest-holding UE type for a cell, else 10 mean end-to-end service times (at least
+    1/100 of the period, at most the period)."""
+    if spec.cell is not None:
+        hold = max(t.session.mean for t in spec.cell.types)
+    else:
+        hold = float(spec.visit_ratios() @ np.array([s.service.mean for s in spec.stations]))
+    return float(min(spec.period, max(10.0 * hold, spec.period / 100)))
+
+
+def _prbs_in_use(driver: Driver) -> np.ndarray:
+    return driver.engine.kinds[0].busy(driver.engine.state)[:, 0]
+
+
 def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: int = 10_000,
-             num_envs: int = 500, warmup: int | str = "auto", max_jobs: int | None = None) -> dict:
-    """Run ``policy`` greedily on ``arrivals`` decisions after a warm-up per instance
-    (``"auto"``: until the number in system stops drifting, see ``envs.rollout.warm_up``).
-    ``max_jobs``: the engine's bound on the job table per instance (its default if None); a
-    smaller one makes an unstable policy fail early with ``envs.engine.CapacityError``."""
+             num_envs: int = 500, warmup: int | float | str = "auto", bins: int = 24,
+             max_jobs: int | None = None) -> dict:
+    """Run ``policy`` greedily on about ``arrivals`` decisions after a warm-up per instance
+    (``"auto"``: until the number in system stops drifting, see ``envs.rollout.warm_up``; a
+    number: that many steps). A cell's measures are added (``cell_summary``). ``max_jobs``: the
+    engine's bound on the job table per instance (its default if None); a smaller one makes an
+    unstable policy fail early with ``envs.engine.CapacityError``.
+
+    A system with a periodic arrival profile (period P) is evaluated differently: started in
+    lockstep at time 0, every instance would see the same hours, and a window of a few
+    hundred decisions per instance would cover only the first hours of the period. Instance
+    b starts instead at phase ``phase_offsets`` (stratified over the period), warms up for a
+    time (``warmup``: a time here; ``"auto"``: ``relaxation_time``), then contributes the
+    rows that *arrive* in a window of equal length L in time (``envs.rollout.collect_time``),
+    L a multiple of P / B chosen so that about ``arrivals`` decisions fall in the windows.
+    Every phase of the period is then covered by exactly B L / P instances, so the rows per
+    phase follow the integrated rate profile and the metrics are those of the whole period
+    (arrival-weighted), at the cost of the requested sample only, where windows of whole
+    periods per instance would cost B periods of decisions (about 11,000 per instance per day
+    on ``cell_5g``). Windows are equal in time, not in decisions: a window of decisions would
+    cover less time in busy hours, so instances started then would be under-weighted.
+    """
     num_envs = max(1, min(num_envs, arrivals // 100))  # at least ~100 decisions per instance
+    encoding = getattr(policy, "encoding", None)
     options = {} if max_jobs is None else {"max_jobs": int(max_jobs)}
-    driver = Driver(spec, num_envs, seed=seed, encoding=getattr(policy, "encoding", None), **options)
-    steps = math.ceil(arrivals / num_envs)
-    warmup_steps = warm_up(driver, policy) if warmup == "auto" else int(warmup)
-    done, _ = collect(driver, policy, steps, 0 if warmup == "auto" else warmup_steps)
-    return {**summarize(done, num_envs), "warmup_steps": warmup_steps}
+    period = spec.period
+    if period is not None:
+        start = phase_offsets(period, num_envs, seed)
+        driver = Driver(spec, num_envs, seed=seed, encoding=encoding, start=start, **options)
+        wait = relaxation_time(spec) if warmup == "auto" else float(warmup)
+        quantum = period / num_envs
+        length = quantum * max(1, math.ceil(arrivals / (num_envs * spec.arrival_rate) / quantum))
+        sample = _prbs_in_use if spec.cell is not None else None
+        done, occupancy, entered = collect_time(driver, policy, start + wait, start + wait + length, sample)
+        out = {**summarize(done, num_envs), "warmup_steps": entered, "warmup_time": wait, "window_time": length}
+    else:
+        driver = Driver(spec, num_envs, seed=seed, encoding=encoding, **options)
+        steps = math.ceil(arrivals / num_envs)
+        warmup_steps = warm_up(driver, policy) if warmup == "auto" else int(warmup)
+        done, seen = collect(driver, policy, steps, 0 if warmup == "auto" else warmup_steps,
+                             record_obs=spec.cell is not None)
+        out = {**summarize(done, num_envs), "warmup_steps": warmup_steps}
+        occupancy = None
+        if spec.cell is not None:  # PRBs in use at every decision of the window
+            used = driver.encoding.cell_layout().prbs_in_use(seen.reshape(-1, seen.shape[-1]))
+            env = np.tile(np.arange(num_envs), seen.shape[0])
+            occupancy = (env, np.zeros(env.size), used.astype(float))
+    if spec.cell is not None:
+        out.update(cell_summary(done, num_envs, spec.num_classes, period, bins, occupancy))
+    return out
 
 
 def format_metrics(m: dict) -> str:

@@ -144,9 +144,9 @@ class CellKind(StationGroup):
                 "cell_ues": np.zeros((rows, self.T), np.int64), "cell_refused": np.full(rows, -1, np.int64)}
 
     def start(self, eng: Engine, st: State, rows: np.ndarray) -> None:
-        """First handover of every type with handovers (instances start at time zero)."""
+        """First handover of every type with handovers (instances start at ``eng.start``)."""
         for j, proc in enumerate(self.handovers):
-            st.next_event[rows, self.offset + self.S + j] = proc.next_after(eng.rng, np.zeros(rows.size))
+            st.next_event[rows, self.offset + self.S + j] = proc.next_after(eng.rng, eng.start[rows])
 
     def clear(self, st: State, rows: np.ndarray) -> None:
         fresh = self.init_state(rows.size)

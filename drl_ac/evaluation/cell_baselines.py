@@ -1,0 +1,288 @@
+"""Admission rules operators run in a 5G cell today (systems.md, section A), in the same
+harness as the learned controller, each tuned for a scenario: the rule with the lowest
+blocking whose dropping P(dropped | admitted) stays <= eps *with its statistical margin*
+(one-sided 95% upper bound <= eps), on common random numbers (every candidate sees the same
+arrivals, sessions and channel paths; ``baselines._Tuner`` with ``margin=True``).
+
+Every rule is a callable on a batch of observations (B, width) -> actions (B,) (0 block,
+1 admit) and reads the columns through ``CellLayout`` (``ObservationEncoding.cell_layout``),
+never by number. Handovers are not decisions: no rule sees them, they are carried if they fit.
+
+* ``CellAcceptAll``: admit every new UE (it is still blocked when it does not fit);
+* ``PRBThreshold(T)``: admit iff PRBs in use < T;
+* ``TypeThresholds((T_1..T_K))``: admit a UE of type k iff PRBs in use < T_k;
+* ``GuardChannel(g)``: admit iff PRBs in use + its demand <= C - g (g PRBs kept for handovers
+  and for channels that worsen);
+* ``FractionalGuardChannel(level)``: with T = floor(level), p = level - T: admit iff PRBs in
+  use + demand <= T, with probability p iff it equals T + 1 (1 PRB per UE: admit w.p. 1
+  below T busy, w.p. p at T, Ramjee-Nagarajan-Towsley);
+* ``PhaseTypeThresholds(table)``: per-type thresholds per phase bin of the period, T[k][bin].
+
+Tuners (``tune_*``) return ``baselines.TuningResult``; ``tuned_cell_rules`` runs them all.
+``measure`` chooses the constrained metric: ``dropping`` (default, the scenario's eps) or
+``handover_dropping`` (the classical guard-channel constraint).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from drl_ac.evaluation.baselines import TuningResult, _Tuner
+from drl_ac.evaluation.metrics import Z95_ONE_SIDED
+from envs import NetworkSpec
+from envs.observation import CellLayout, ObservationEncoding
+
+
+def cell_layout(spec: NetworkSpec) -> CellLayout:
+    """Where the rules read the cell's features for ``spec`` (its default encoding)."""
+    return ObservationEncoding.for_spec(spec).cell_layout()
+
+
+@dataclass
+class CellAcceptAll:
+    layout: CellLayout = field(repr=False)
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return np.ones(obs.shape[0], np.int64)
+
+    def describe(self) -> str:
+        return "admit all"
+
+
+@dataclass
+class PRBThreshold:
+    """Admit iff the PRBs in use are below ``T``."""
+
+    layout: CellLayout = field(repr=False)
+    T: int
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return (self.layout.prbs_in_use(obs) < self.T).astype(np.int64)
+
+    def describe(self) -> str:
+        return f"PRBs < {self.T}"
+
+
+@dataclass
+class TypeThresholds:
+    """Admit a UE of type k iff the PRBs in use are below ``Ts[k]``."""
+
+    layout: CellLayout = field(repr=False)
+    Ts: tuple[int, ...]
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        limit = np.asarray(self.Ts)[self.layout.ue_type(obs)]
+        return (self.layout.prbs_in_use(obs) < limit).astype(np.int64)
+
+    def describe(self) -> str:
+        return "PRBs < (" + ", ".join(map(str, self.Ts)) + ") per type"
+
+
+@dataclass
+class GuardChannel:
+    """Admit a new UE iff it fits in C - g PRBs (g guard PRBs)."""
+
+    layout: CellLayout = field(repr=False)
+    C: int
+    g: int
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return (self.layout.prbs_in_use(obs) + self.layout.ue_demand(obs) <= self.C - self.g).astype(np.int64)
+
+    def describe(self) -> str:
+        return f"guard {self.g} PRBs"
+
+
+@dataclass
+class FractionalGuardChannel:
+    """Admit iff PRBs in use + demand <= floor(level); with probability level - floor(level)
+    iff it is one more. Uniforms come from a generator seeded with ``seed``, restarted by
+    ``reset`` (the tuner calls it before each evaluation: every candidate sees the same
+    uniforms)."""
+
+    layout: CellLayout = field(repr=False)
+    level: float
+    seed: int = 0
+    rng: np.random.Generator = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        self.rng = np.random.default_rng(self.seed)
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        T = math.floor(self.level)
+        need = self.layout.prbs_in_use(obs) + self.layout.ue_demand(obs)
+        u = self.rng.random(obs.shape[0])
+        return ((need <= T) | ((need == T + 1) & (u < self.level - T))).astype(np.int64)
+
+    def describe(self) -> str:
+        return f"fractional guard: fits in {self.level:.4g} PRBs"
+
+
+@dataclass
+class PhaseTypeThresholds:
+    """Admit a UE of type k arriving in phase bin j of the period iff PRBs in use < table[k][j]."""
+
+    layout: CellLayout = field(repr=False)
+    table: tuple[tuple[int, ...], ...]
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        t = np.asarray(self.table)
+        limit = t[self.layout.ue_type(obs), self.layout.phase_bin(obs, t.shape[1])]
+        return (self.layout.prbs_in_use(obs) < limit).astype(np.int64)
+
+    def describe(self) -> str:
+        return "PRBs < per type and phase bin [" + "; ".join(" ".join(map(str, row)) for row in self.table) + "]"
+
+
+def _tuner(spec: NetworkSpec, arrivals: int, seed: int, num_envs: int, measure: str, **options) -> _Tuner:
+    return _Tuner(spec, arrivals, seed, num_envs, measure=measure, margin=True, **options)
+
+
+def _largest(feasible: Callable[[int], bool], lo: int, hi: int) -> int:
+    """Largest x in [lo, hi] with feasible(x), feasible monotone decreasing, lo assumed feasible."""
+    if feasible(hi):
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if feasible(mid) else (lo, mid)
+    return lo
+
+
+def tune_prb_threshold(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_envs: int = 400,
+                       measure: str = "dropping", **options) -> TuningResult:
+    """Largest T in 0..C (dropping grows, blocking falls with T) feasible with its margin."""
+    tuner, lay, C = _tuner(spec, arrivals, seed, num_envs, measure, **options), cell_layout(spec), spec.cell.prbs
+    T = _largest(lambda t: tuner.feasible(PRBThreshold(lay, t)), 0, C)
+    return tuner.result(PRBThreshold(lay, T))
+
+
+def tune_guard(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_envs: int = 400,
+               measure: str = "dropping", **options) -> TuningResult:
+    """Fewest guard PRBs g in 0..C feasible with its margin."""
+    tuner, lay, C = _tuner(spec, arrivals, seed, num_envs, measure, **options), cell_layout(spec), spec.cell.prbs
+    free = _largest(lambda f: tuner.feasible(GuardChannel(lay, C, C - f)), 0, C)  # f = C - g usable PRBs
+    return tuner.result(GuardChannel(lay, C, C - free))
+
+
+def tune_fractional_guard(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_envs: int = 400,
+                          measure: str = "dropping", iterations: int = 6, **options) -> TuningResult:
+    """The integer guard first (``tune_guard``'s search), then bisection on the fraction of
+    the next PRB: the largest level in [C - g, C - g + 1) feasible with its margin."""
+    tuner, lay, C = _tuner(spec, arrivals, seed, num_envs, measure, **options), cell_layout(spec), spec.cell.prbs
+    free = _largest(lambda f: tuner.feasible(FractionalGuardChannel(lay, float(f), seed)), 0, C)
+    lo, hi = float(free), float(free + 1)
+    if free < C:
+        for _ in range(iterations):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if tuner.feasible(FractionalGuardChannel(lay, mid, seed)) else (lo, mid)
+    return tuner.result(FractionalGuardChannel(lay, lo, seed))
+
+
+def tune_type_thresholds(spec: NetworkSpec, start: int | None = None, arrivals: int = 100_000, seed: int = 777,
+                         num_envs: int = 400, measure: str = "dropping", max_rounds: int = 40,
+                         **options) -> TuningResult:
+    """Coordinate search from every T_k = ``start`` (default: the tuned PRB threshold, which
+    is feasible): with a step of C / 8 PRBs halved down to 1, raise the T_k whose raise stays
+    feasible with the lowest blocking, or lower one and raise another (a trade) when that
+    blocks less; halve the step when no move helps."""
+    tuner, lay, C = _tuner(spec, arrivals, seed, num_envs, measure, **options), cell_layout(spec), spec.cell.prbs
+    K = spec.num_classes
+    if start is None:
+        start = _largest(lambda t: tuner.feasible(PRBThreshold(lay, t)), 0, C)
+    Ts = tuple([start] * K)
+    best = TypeThresholds(lay, Ts)
+    if not tuner.feasible(best):
+        return tuner.result(best)
+    step = max(1, C // 8)
+    rounds = 0
+    while step >= 1 and rounds < max_rounds:
+        rounds += 1
+        moves = set()
+        for k in range(K):
+            up = list(Ts)
+            up[k] = min(C, Ts[k] + step)
+            moves.add(tuple(up))
+            for j in range(K):
+                if j != k:
+                    trade = list(up)
+                    trade[j] = max(0, Ts[j] - step)
+                    moves.add(tuple(trade))
+        moves.discard(Ts)
+        current = tuner(best)["blocking"]
+        options_ = [r for m in sorted(moves) if tuner.feasible(r := TypeThresholds(lay, m))
+                    and tuner(r)["blocking"] < current]
+        if options_:
+            best = min(options_, key=lambda r: tuner(r)["blocking"])
+            Ts = best.Ts
+        else:
+            step //= 2
+    return tuner.result(best)
+
+
+def tune_phase_thresholds(spec: NetworkSpec, base: tuple[int, ...], bins: int = 24, arrivals: int = 400_000,
+                          seed: int = 777, num_envs: int = 400, measure: str = "dropping",
+                          progress: Callable[[str], None] | None = None) -> TuningResult:
+    """Per-type thresholds re-tuned per phase bin: T[k][j] = clip(base[k] + shift[j], 0, C),
+    the largest shift per bin whose *bin's* dropping is <= eps with its margin (one-sided 95%
+    upper bound from ``dropping_by_phase_se``). One evaluation of a table judges every bin,
+    so the bins are bisected in parallel (about log2(2C) evaluations on common random
+    numbers). A per-bin constraint is stricter than the period's (the period's dropping is an
+    average of the bins'), so the tuned table meets the period's constraint too. Bins
+    interact a little (UEs admitted in one bin are dropped in the next); the final table is
+    evaluated once more and its metrics returned. The sample is fixed (no doubling):
+    ``arrivals`` should give every bin a few thousand decisions."""
+    if spec.period is None:
+        raise ValueError("tune_phase_thresholds: the scenario has no periodic arrival profile. "
+                         "Fix: use tune_type_thresholds.")
+    tuner, lay, C = _tuner(spec, arrivals, seed, num_envs, measure, progress=progress), cell_layout(spec), spec.cell.prbs
+    base_ = np.asarray(base)
+
+    def table(shift: np.ndarray) -> PhaseTypeThresholds:
+        t = np.clip(base_[:, None] + shift[None, :], 0, C)
+        return PhaseTypeThresholds(lay, tuple(tuple(int(x) for x in row) for row in t))
+
+    def feasible_bins(rule) -> np.ndarray:
+        m = tuner.evaluate(rule, arrivals)
+        p = np.nan_to_num(np.asarray(m[f"{measure}_by_phase"], float))
+        se = np.nan_to_num(np.asarray(m[f"{measure}_by_phase_se"], float))
+        return p + Z95_ONE_SIDED * se <= spec.eps
+
+    lo = np.full(bins, -int(base_.max()))  # every threshold 0: nothing admitted, feasible
+    hi = np.full(bins, C - int(base_.min()))  # every threshold C: admit whenever it fits
+    ok = feasible_bins(table(hi))
+    lo[ok] = hi[ok]
+    while (hi - lo > 1).any():
+        mid = np.where(hi - lo > 1, (lo + hi) // 2, lo)
+        ok = feasible_bins(table(mid))
+        moving = hi - lo > 1
+        lo = np.where(moving & ok, mid, lo)
+        hi = np.where(moving & ~ok, mid, hi)
+    best = table(lo)
+    tuner.evaluate(best, arrivals)
+    tuner.decided[best.describe()] = (bool(feasible_bins(best).all()), tuner.cache[(best.describe(), arrivals)])
+    return tuner.result(best)
+
+
+def tuned_cell_rules(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_envs: int = 400,
+                     measure: str = "dropping", bins: int = 24, progress: Callable[[str], None] | None = None
+                     ) -> dict[str, TuningResult]:
+    """Every cell rule tuned for ``spec`` (``progress`` is told of every evaluation); the
+    per-phase table only with a periodic arrival profile (4 x ``arrivals`` per evaluation)."""
+    run = {"arrivals": arrivals, "seed": seed, "num_envs": num_envs, "measure": measure, "progress": progress}
+    lay = cell_layout(spec)
+    accept = _tuner(spec, arrivals, seed, num_envs, measure, progress=progress).result(CellAcceptAll(lay))
+    prb = tune_prb_threshold(spec, **run)
+    out = {"accept-all": accept, "PRB threshold": prb,
+           "per-type thresholds": tune_type_thresholds(spec, prb.rule.T, **run),
+           "guard channel": tune_guard(spec, **run), "fractional guard channel": tune_fractional_guard(spec, **run)}
+    if spec.period is not None:
+        out["per-type thresholds per phase"] = tune_phase_thresholds(
+            spec, out["per-type thresholds"].rule.Ts, bins, 4 * arrivals, seed, num_envs, measure, progress)
+    return out
