@@ -169,7 +169,7 @@ def relaxation_time(spec: NetworkSpec) -> float:
 
 
 def _prbs_in_use(driver: Driver) -> np.ndarray:
-    return driver.engine.kinds[0].busy(driver.engine.state)[:, 0]
+    return driver.engine.busy()[:, 0]  # a cell is one station; its busy servers are its PRBs in use
 
 
 def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: int = 10_000,

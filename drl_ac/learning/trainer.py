@@ -337,6 +337,7 @@ class Trainer:
     def state_dict(self) -> dict[str, Any]:
         return {"format": CHECKPOINT_FORMAT, "version": FORMAT_VERSION, "versions": versions(),
                 "policy": self.policy_section(), "config": self.config.to_dict(), "t": self.t,
+                "resets": self.resets,
                 "learner": self.learner.state_dict(), "multiplier": self.multiplier.state_dict(),
                 "stats": self.stats.state_dict(), "replay": self.replay.state_dict(),
                 "store": to_tensors(self.store.get_state()), "sim": to_tensors(self.driver.engine.get_state()),
@@ -376,6 +377,7 @@ class Trainer:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.t = int(state["t"])
+        self.resets = int(state.get("resets", 0))  # absent in files written before backlog resets
         self.learner.load_state_dict(state["learner"])
         self.multiplier.load_state_dict(state["multiplier"])
         self.stats.load_state_dict(state["stats"])
