@@ -45,13 +45,19 @@ class ProbabilisticRouting:
         self.columns = (Column("entry", (), np.int64), Column("route", (self.N,), np.int64))
 
     def draw(self, rng: np.random.Generator, jobs: SlotTable, slot: np.ndarray) -> None:
-        B, N, every = jobs.rows, self.N, np.arange(jobs.rows)
-        jobs.entry[every, slot] = (self._entry_fixed if self._entry_fixed >= 0
-                                   else np.searchsorted(self._entry_cum, rng.random(B), side="right"))
-        for n in range(N):
-            fixed = self._route_fixed[n]
-            jobs.route[every, slot, n] = (fixed if fixed >= 0 else
-                                      np.minimum(np.searchsorted(self._route_cum[n], rng.random(B), side="right"), N))
+        B, N = jobs.rows, self.N
+        fk = jobs.flat(np.arange(B), slot)
+        jobs.entry.reshape(-1)[fk] = (self._entry_fixed if self._entry_fixed >= 0
+                                      else np.searchsorted(self._entry_cum, rng.random(B), side="right"))
+        if min(self._route_fixed) >= 0:  # a fixed route (a tandem): the same for every job
+            flat = jobs.route.reshape(-1)
+            for n, fixed in enumerate(self._route_fixed):
+                flat[fk * N + n] = fixed
+            return
+        route = [np.full(B, fixed) if fixed >= 0 else
+                 np.minimum(np.searchsorted(self._route_cum[n], rng.random(B), side="right"), N)
+                 for n, fixed in enumerate(self._route_fixed)]
+        jobs.route.reshape(-1, N)[fk] = np.stack(route, axis=1)
 
     def entry(self, jobs: SlotTable, inst: np.ndarray, slot: np.ndarray, action: np.ndarray | None) -> np.ndarray:
         drawn = jobs.entry[inst, slot]

@@ -99,7 +99,7 @@ class Engine:
                         Column("service", (self.N,)), Column("wait", (self.N,), np.float64, np.nan),
                         *self.routing.columns)
         self.probe = Probe(self, exact=exact_counterfactual)
-        self._all = np.arange(self.B)
+        self.every = np.arange(self.B)  # the identity map of instances (the real network's rows)
         # per-instance start times (e.g. spread over the period of an arrival profile, so that
         # instances are not in phase: drl_ac.evaluation.metrics.phase_offsets)
         self.start = np.broadcast_to(np.asarray(start, dtype=float), (self.B,)).copy()
@@ -123,7 +123,7 @@ class Engine:
             arrays.update(kind.init_state(B))
         self.state = State(arrays, RecordWaits(self))
         for kind in self.kinds:
-            kind.start(self, self.state, self._all)
+            kind.start(self, self.state, self.every)
         self.t = 0
         self.holding = np.zeros(B)  # jobs-in-system area over the last step
         self.arrivals = ClassArrivals(self.spec.arrival_processes())
@@ -210,15 +210,15 @@ class Engine:
                 parts.append(self.probe.run(rejected))
             admitted = np.flatnonzero(action != 0)
         else:
-            admitted = self._all
+            admitted = self.every
         if admitted.size:
             slot = self.jobs.take(admitted)
             self.jobs.action[admitted, slot] = action[admitted]
-            self.insert(self.state, self._all, admitted, action[admitted])
+            self.insert(self.state, self.every, admitted, action[admitted])
         present = self.jobs_in_system()
         next_arrival, self.arriving = self.arrivals.pop(self.rng)
         exits: list = []
-        self.run(self.state, self._all, next_arrival, self._depart(exits))
+        self.run(self.state, self.every, next_arrival, self._depart(exits))
         self.holding = present * (next_arrival - self.now)
         if exits:
             left = self._departures(exits)
@@ -234,7 +234,7 @@ class Engine:
         arrivals made inside a kind (a cell's handovers) stop for good."""
         self.state.next_event[:, self.exogenous] = np.inf
         exits: list = []
-        self.run(self.state, self._all, np.full(self.B, np.inf), self._depart(exits))
+        self.run(self.state, self.every, np.full(self.B, np.inf), self._depart(exits))
         return self._departures(exits) if exits else Outcomes.empty(self.N)
 
     def counterfactual(self, rows: np.ndarray) -> Outcomes:
@@ -286,14 +286,21 @@ class Engine:
         ``on_exit(rows, job_ids, last_station, time)`` is told of jobs leaving the network
         and returns a mask of those rows to stop (or None).
         """
+        # A finite horizon (the next arrival; a probe's deadline bound, which only moves by
+        # finite amounts) already excludes idle rows (event time inf): one comparison less per event.
+        bounded = not np.isinf(horizon).any()
         first = st.next_event.min(1)
         rows = np.flatnonzero((first <= horizon) & np.isfinite(first))
+        E = st.next_event.shape[1]
         while rows.size:
             ev = st.next_event[rows]
             slot = ev.argmin(1)
-            when = ev[np.arange(rows.size), slot]
-            due = (when <= horizon[rows]) & np.isfinite(when)
-            if not due.all():
+            when = ev.ravel()[np.arange(0, rows.size * E, E) + slot]
+            due = when <= horizon[rows]
+            if not bounded:
+                due &= np.isfinite(when)
+            if np.count_nonzero(due) < due.size:
+                due = due.nonzero()[0]
                 rows, slot, when = rows[due], slot[due], when[due]
                 if not rows.size:
                     break
@@ -315,15 +322,16 @@ class Engine:
             idx, jid, n = (np.concatenate(col) for col in zip(*found, strict=True))
         r, w = (rows, when) if idx is None else (rows[idx], when[idx])
         K = self.jobs.capacity
-        nxt = self.routing.after(self.jobs, (inst[r] * K + jid) * self.N + n)
+        nxt = self.routing.after(self.jobs, ((r if inst is self.every else inst[r]) * K + jid) * self.N + n)
         moving = nxt < self.N
         arrive = self.arrive if self.single_kind is None else self._single_arrive
-        if moving.all():
+        going = moving.nonzero()[0]
+        if going.size == moving.size:
             arrive(st, inst, r, jid, nxt, w)
             return None
-        if moving.any():
-            arrive(st, inst, r[moving], jid[moving], nxt[moving], w[moving])
-        leaving = np.flatnonzero(~moving)
+        if going.size:
+            arrive(st, inst, r[going], jid[going], nxt[going], w[going])
+        leaving = (~moving).nonzero()[0]
         if self.routing.cancels:
             self.routing.cancel_siblings(self, st, inst, r[leaving], jid[leaving], n[leaving], w[leaving])
         stop = on_exit(r[leaving], jid[leaving], n[leaving], w[leaving])
@@ -336,15 +344,16 @@ class Engine:
     # ------------------------------------------------------------------ jobs
     def _new_arrival(self) -> None:
         """Make room for and draw the attributes of the job arriving now in every instance."""
-        jobs, rng, B, every = self.jobs, self.rng, self.B, self._all
+        jobs, rng, B, every = self.jobs, self.rng, self.B, self.every
         self.slot = slot = jobs.next_free()
-        jobs.step[every, slot] = self.t
-        jobs.arrival_time[every, slot] = self.now
-        jobs.job_class[every, slot] = self.arriving
-        jobs.wait[every, slot] = np.nan
+        fk = jobs.flat(every, slot)
+        jobs.step.reshape(-1)[fk] = self.t
+        jobs.arrival_time.reshape(-1)[fk] = self.now
+        jobs.job_class.reshape(-1)[fk] = self.arriving
+        jobs.wait.reshape(-1, self.N)[fk] = np.nan
         if not self.routing.draws_service:
-            for n, st in enumerate(self.spec.stations):
-                jobs.service[every, slot, n] = st.service.sample(rng, B)
+            jobs.service.reshape(-1, self.N)[fk] = np.stack([st.service.sample(rng, B) for st in self.spec.stations],
+                                                            axis=1)
         self.routing.draw(rng, jobs, slot)
 
     def job_bytes(self, capacity: int) -> int:

@@ -112,7 +112,7 @@ class ObservationEncoding:
         if self.period:
             parts.append(self._phase(eng))
         if self.info_width:
-            parts.append(np.eye(self.info_width)[eng.jobs.info[eng._all, eng.slot]])
+            parts.append(np.eye(self.info_width)[eng.jobs.info[eng.every, eng.slot]])
         return parts[0].astype(np.float32) if len(parts) == 1 else np.concatenate(parts, 1).astype(np.float32)
 
     def _phase(self, eng: Engine) -> np.ndarray:

@@ -45,14 +45,14 @@ class Follow:
 
     def started(self, st, rows, jid, at, when, wait, service, end) -> None:
         mine = jid == self.job[rows]
-        if not mine.any():
+        if not np.count_nonzero(mine):
             return
         r = rows[mine]
         self.horizon[r] += service[mine]
         if end is None:
             return
         final = self.eng.routing.after(self.eng.jobs, at[mine]) >= self.eng.N
-        if final.any():
+        if np.count_nonzero(final):
             rf = r[final]
             self.departure[rf] = end[mine][final]
             self.wait_sum[rf] = st.wait_sum[rf, self.job[rf]]
@@ -60,7 +60,7 @@ class Follow:
 
     def on_exit(self, rows, jid, n, when) -> np.ndarray | None:
         mine = jid == self.job[rows]
-        if not mine.any():
+        if not np.count_nonzero(mine):
             return None
         r = rows[mine]
         self.departure[r] = when[mine]

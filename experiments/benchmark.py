@@ -204,36 +204,60 @@ act = (lambda o: np.ones(o.shape[0], np.int64)) if policy == "accept-all" else (
 for _ in range(200):
     sim.step(act(sim.observe()))
 steps = max(1, decisions // B)
-t0 = time.perf_counter()
+t0 = time.process_time()
 for _ in range(steps):
     sim.step(act(sim.observe()))
-print(json.dumps(steps * B / (time.perf_counter() - t0)))
+print(json.dumps(steps * B / (time.process_time() - t0)))
+"""
+
+# Training with learning (decisions/s), either layout of the trainer.
+_TRAIN_RATE = """
+import json, sys, time, torch
+try:
+    from drl_ac.learning.trainer import TrainConfig, Trainer
+except ImportError:  # the layout before issue 8
+    from drl_ac.trainer import TrainConfig, Trainer
+torch.set_num_threads(1)
+B, seconds = int(sys.argv[1]), float(sys.argv[2])
+trainer = Trainer(TrainConfig(num_envs=B, learning_starts=0, seed=0))
+for _ in range(100):
+    trainer.step()
+t0, d0 = time.process_time(), trainer.decisions
+while time.process_time() - t0 < seconds:
+    trainer.step()
+print(json.dumps((trainer.decisions - d0) / (time.process_time() - t0)))
 """
 
 
-def _rate(root: Path, policy: str, num_envs: int, decisions: int) -> float:
-    out = subprocess.run([sys.executable, "-c", _RATE, policy, str(num_envs), str(decisions)], cwd=root,
+def _rate(root: Path, script: str, *args) -> float:
+    """Rate printed by ``script`` run in a fresh interpreter on the checkout ``root``."""
+    out = subprocess.run([sys.executable, "-c", script, *map(str, args)], cwd=root,
                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"},
                          capture_output=True, text=True, check=True)
     return float(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def compare_with(ref: str, sizes: list[int], decisions: int, repeats: int = 3) -> None:
-    """The same paper_tandem runs on this checkout and on ``ref``, interleaved; best of ``repeats``."""
+def compare_with(ref: str, sizes: list[int], decisions: int, repeats: int = 3, train_seconds: float = 15.0) -> None:
+    """The same paper_tandem runs (simulation under two policies, and training at 2048
+    instances) on this checkout and on ``ref``, interleaved; best of ``repeats``. Rates are
+    per CPU second of the single-threaded subprocess, so a busy machine disturbs them less."""
     with tempfile.TemporaryDirectory() as tmp:
         old = Path(tmp) / "baseline"
         subprocess.run(["git", "worktree", "add", "--detach", str(old), ref], cwd=ROOT, check=True,
                        capture_output=True)
         try:
-            print(f"\nthis checkout vs {ref} (paper_tandem, {decisions} decisions, best of {repeats}, subprocesses)")
-            print(f"{'policy':<14}{'B':>7}{'before/s':>12}{'now/s':>12}{'ratio':>8}")
-            for policy in ("accept-all", "threshold k=9"):
-                for b in sizes:
-                    before, now = 0.0, 0.0
-                    for _ in range(repeats):
-                        before = max(before, _rate(old, policy, b, decisions))
-                        now = max(now, _rate(ROOT, policy, b, decisions))
-                    print(f"{policy:<14}{b:>7}{before:>12,.0f}{now:>12,.0f}{now / before:>8.3f}")
+            print(f"\nthis checkout vs {ref} (paper_tandem, {decisions} decisions, best of {repeats}, subprocesses, "
+                  "decisions per CPU second)")
+            print(f"{'policy':<24}{'B':>7}{'before/s':>12}{'now/s':>12}{'ratio':>8}")
+            runs = [(policy, b, _RATE, (policy, b, decisions)) for policy in ("accept-all", "threshold k=9")
+                    for b in sizes]
+            runs.append((f"training {train_seconds:g} s", 2048, _TRAIN_RATE, (2048, train_seconds)))
+            for label, b, script, args in runs:
+                before, now = 0.0, 0.0
+                for _ in range(repeats):
+                    before = max(before, _rate(old, script, *args))
+                    now = max(now, _rate(ROOT, script, *args))
+                print(f"{label:<24}{b:>7}{before:>12,.0f}{now:>12,.0f}{now / before:>8.3f}")
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT, capture_output=True)
 
@@ -258,7 +282,7 @@ def main() -> None:
     if args.only in (None, "cell"):
         cell_table()
     if args.only in (None, "compare"):
-        compare_with(args.baseline_ref, [4096, 16384], args.decisions, args.repeats)
+        compare_with(args.baseline_ref, [4096, 16384], args.decisions, args.repeats, args.train_seconds)
     if args.only in (None, "training"):
         training_table(args.train_sizes, args.train_seconds)
 

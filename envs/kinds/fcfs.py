@@ -32,7 +32,13 @@ class FcfsKind(StationGroup):
         self.slot_station = np.repeat(self.stations, self.servers)  # global station of each server
         self.slots = int(self.servers.sum())
         self.first_server = np.concatenate([[0], np.cumsum(self.servers)[:-1]])
+        # the same per global station index (saves the ``local`` lookup on the hot path)
+        self.first_at = np.zeros(num_stations, np.int64)
+        self.first_at[self.stations] = self.first_server
+        self.servers_at = np.zeros(num_stations, np.int64)
+        self.servers_at[self.stations] = self.servers
         self.aligned: list[tuple[int, str]] = []  # others' per-server event blocks and arrays
+        self.local_is_global = np.array_equal(self.stations, np.arange(num_stations))  # no lookup needed
 
     def align(self, event_offset: int, array: str) -> None:
         """Another kind keeps one event column (from ``event_offset``) and one entry of
@@ -50,21 +56,20 @@ class FcfsKind(StationGroup):
     def arrive(self, eng: Engine, st: State, inst, rows, jid, n, when) -> None:
         K = eng.jobs.capacity
         st.since.reshape(-1)[rows * K + jid] = when
-        ln = self.local[n]
-        fq = rows * self.stations.size + ln
+        fq = rows * self.stations.size + (n if self.local_is_global else self.local[n])
         busy = st.fcfs_busy.reshape(-1)
         b = busy[fq]
-        has_free = b < self.servers[ln]
-        if has_free.all():
+        has_free = b < self.servers_at[n]
+        go = has_free.nonzero()[0]  # index arrays: cheaper than gathering with a mask many times
+        if go.size == rows.size:
             busy[fq] = b + 1
-            self._start(eng, st, inst, rows, self.first_server[ln] + b, jid, n, when)
+            self._start(eng, st, inst, rows, self.first_at[n] + b, jid, n, when)
             return
-        if has_free.any():
-            f = fq[has_free]
-            busy[f] += 1
-            self._start(eng, st, inst, rows[has_free], self.first_server[ln[has_free]] + b[has_free], jid[has_free],
-                        n[has_free], when[has_free])
-        wait = ~has_free
+        if go.size:
+            b, ng = b[go], n[go]
+            busy[fq[go]] = b + 1
+            self._start(eng, st, inst, rows[go], self.first_at[ng] + b, jid[go], ng, when[go])
+        wait = (~has_free).nonzero()[0]
         self._push(st, fq[wait], jid[wait])
 
     def handle(self, eng: Engine, st: State, inst, rows, slot, when):
@@ -77,19 +82,20 @@ class FcfsKind(StationGroup):
     def _free(self, eng: Engine, st: State, inst, rows, srv, n, when) -> None:
         """Servers ``srv`` finished (or lost) their job: take the queue's head, or let the
         station's last busy server move into the slot."""
-        fq = rows * self.stations.size + self.local[n]
+        fq = rows * self.stations.size + (n if self.local_is_global else self.local[n])
         queued = st.fcfs_len.reshape(-1)[fq] > 0
-        if queued.all():
+        take = queued.nonzero()[0]
+        if take.size == rows.size:
             self._start(eng, st, inst, rows, srv, self._pop(st, fq), n, when)
             return
-        if queued.any():
-            self._start(eng, st, inst, rows[queued], srv[queued], self._pop(st, fq[queued]), n[queued],
-                        when[queued])
-        idle = ~queued
+        if take.size:
+            self._start(eng, st, inst, rows[take], srv[take], self._pop(st, fq[take]), n[take], when[take])
+        idle = (~queued).nonzero()[0]
         f, r = fq[idle], rows[idle]
         busy = st.fcfs_busy.reshape(-1)
-        busy[f] -= 1
-        last = r * self.slots + self.first_server[self.local[n[idle]]] + busy[f]
+        left = busy[f] - 1
+        busy[f] = left
+        last = r * self.slots + self.first_at[n[idle]] + left
         to = r * self.slots + srv[idle]
         jobs, events = st.fcfs_job.reshape(-1), st.next_event.reshape(-1)
         base = r * (eng.E - self.slots) + self.offset  # flat event index = row * E + offset + server
@@ -105,7 +111,7 @@ class FcfsKind(StationGroup):
         fk = rows * K + jid
         w = when - st.since.reshape(-1)[fk]
         st.wait_sum.reshape(-1)[fk] += w
-        at = (inst[rows] * K + jid) * eng.N + n
+        at = (fk if inst is eng.every else inst[rows] * K + jid) * eng.N + n
         service = eng.jobs.service.reshape(-1)[at]
         end = when + service
         st.next_event.reshape(-1)[rows * eng.E + self.offset + srv] = end
