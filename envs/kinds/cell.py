@@ -407,7 +407,9 @@ class CellDispatch:
     """The dispatch rule of a cell: every admitted UE enters the cell (station 0) and leaves
     it at the end of its session, when dropped, or at once when it does not fit. Draws per
     UE at arrival: session length, initial CQI, channel key (job columns). Builds the
-    cell's outcome rows (``reports``): success = the UE finished its session undropped."""
+    cell's outcome rows (``reports``): success = the UE finished its session undropped;
+    ``accepted`` = the UE was carried (admitted and it fitted): an admitted UE that does not
+    fit is blocked, so its decision acted as a rejection."""
 
     draws_service = True
     cancels = False
@@ -464,7 +466,7 @@ class CellDispatch:
         blocked = fate == BLOCKED
         held = when - arrived
         nan = np.full((rows.size, self.N), np.nan)
-        return Outcomes(rows, step, action, ~(handover & blocked), fate == FINISHED, held, held.copy(), arrived, when,
+        return Outcomes(rows, step, action, ~blocked, fate == FINISHED, held, held.copy(), arrived, when,
                         typ, np.zeros(rows.size), (~blocked).astype(np.int64), nan, session[:, None],
                         decision=~handover, measures={"blocked": blocked, "dropped": fate == DROPPED, "type": typ,
                                                       "handover": handover, "session": session})
