@@ -7,7 +7,7 @@ import pytest
 
 from drl_ac.evaluation.metrics import ratio_estimate
 from drl_ac.theory.cell import erlang_b, guard_channel, kaufman_roberts
-from envs import Driver, NetworkSpec, SpecError, load_spec
+from envs import Driver, NetworkSpec, Outcomes, SpecError, load_spec
 from envs.rollout import accept_all, collect
 
 Z = 4.0
@@ -259,6 +259,30 @@ def test_probe_is_exact(drop):
     assert (probe.success == (fits & ~real.measures["dropped"])).all()
     voice_dropped = (real.measures["dropped"] & (real.measures["type"] == 1)).any()
     assert voice_dropped == (drop == "lowest_priority")  # voice (fixed PRBs) only falls to others' growth
+
+
+def test_without_probes_the_run_is_the_same_and_blocks_are_unscored():
+    """probes=False changes nothing but the blocked rows' score: same real run, same random
+    stream; a blocked UE is reported at once as not finished. Networks need their probes."""
+    from envs import Engine
+
+    spec, B = _busy_cell("lowest_priority"), 64
+    runs = []
+    for probes in (True, False):
+        eng, rng, rows = Engine(spec, B, seed=5, probes=probes), np.random.default_rng(0), []
+        for _ in range(80):
+            rows.append(eng.step((rng.random(B) < 0.7).astype(np.int64)))
+        runs.append((Outcomes.concat(rows, 1), eng.get_state()["rng"]))
+    (scored, rng_on), (unscored, rng_off) = runs
+    assert rng_on == rng_off and len(scored) == len(unscored)
+    probed = scored.action == 0
+    for name in ("env", "step", "accepted", "arrival_time", "job_class"):
+        assert np.array_equal(getattr(scored, name), getattr(unscored, name)), name
+    assert np.array_equal(scored.success[~probed], unscored.success[~probed])
+    assert scored.success[probed].any() and not unscored.success[probed].any()
+    assert (unscored.departure_time[probed] == unscored.arrival_time[probed]).all()
+    with pytest.raises(ValueError, match="probes=False"):
+        Engine(load_spec("paper_tandem"), 2, probes=False)
 
 
 # ---------------------------------------------------------------------- small cell vs its CTMC, observation
