@@ -184,6 +184,19 @@ def _prbs_in_use(driver: Driver) -> np.ndarray:
     return driver.engine.busy()[:, 0]  # a cell is one station; its busy servers are its PRBs in use
 
 
+def instances(arrivals: int, num_envs: int) -> int:
+    """The instances ``evaluate`` runs: at most ``num_envs``, with ~100 decisions each at least."""
+    return max(1, min(num_envs, arrivals // 100))
+
+
+def engine_options(spec: NetworkSpec, max_jobs: int | None = None) -> dict:
+    """The engine settings of an evaluation of ``spec``."""
+    options = {} if max_jobs is None else {"max_jobs": int(max_jobs)}
+    if spec.cell is not None:
+        options["probes"] = False  # its measures never read a blocked UE's counterfactual
+    return options
+
+
 def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: int = 10_000,
              num_envs: int = 500, warmup: int | float | str = "auto", bins: int = 24,
              max_jobs: int | None = None) -> dict:
@@ -212,11 +225,9 @@ def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: i
     Intervals come from successive differences between instances adjacent in phase
     (``ratio_estimate``'s ``ordered``).
     """
-    num_envs = max(1, min(num_envs, arrivals // 100))  # at least ~100 decisions per instance
+    num_envs = instances(arrivals, num_envs)
     encoding = getattr(policy, "encoding", None)
-    options = {} if max_jobs is None else {"max_jobs": int(max_jobs)}
-    if spec.cell is not None:
-        options["probes"] = False  # its measures never read a blocked UE's counterfactual
+    options = engine_options(spec, max_jobs)
     period = spec.period
     if period is not None:
         start = phase_offsets(period, num_envs, seed)

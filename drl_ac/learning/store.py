@@ -104,13 +104,15 @@ class DelayedCompletionStore:
         table.release(env, slot)
         return out
 
-    def complete_step(self, step: int, cost: np.ndarray) -> Experiences:
+    def complete_step(self, step: int, cost: np.ndarray, accepted: np.ndarray | None = None) -> Experiences:
         """Finish decision ``step`` of every instance at once with its ``cost`` (a per-step
-        charge such as the holding cost); its s' must be stored."""
+        charge such as the holding cost); its s' must be stored. ``accepted`` False: the
+        system did not accept the decision's job (see ``complete``)."""
         if step != self.step - 1:
             raise ValueError(f"step {step}: complete_step needs the observation of step {step + 1} stored last")
         every = np.ones(self.B, bool)
-        return self.complete(_StepOutcome(self._all, np.full(self.B, step, np.int64), every, every,
+        return self.complete(_StepOutcome(self._all, np.full(self.B, step, np.int64),
+                                          every if accepted is None else np.asarray(accepted, bool), every,
                                           np.asarray(cost, np.float64)), self.step)
 
     def pending_count(self) -> int:

@@ -187,6 +187,18 @@ def test_hand_trace_of_a_cqi_drop(drop, video_priority, victim):
     assert sorted(st.cell_cqi[0][(st.cell_job[0] >= 0) & (st.cell_type[0] == 0)]) == [6] * (2 if victim[0] == "d" else 1)
 
 
+@pytest.mark.parametrize("admit", [0, 1])
+def test_charges_of_a_step_count_the_block_and_the_drop(admit):
+    """The hand trace under 'grown': the video arriving at 3 is blocked (rejected, or admitted
+    without room), and video@2 is dropped in the step: what the learner is paid for."""
+    from envs.reward import cell_charges
+
+    eng = _trace_engine("grown", 1)
+    done = eng.step(np.full(1, admit, np.int64))
+    carried, drops = cell_charges(done, np.full(1, admit, np.int64), 3)
+    assert carried.tolist() == [False] and drops.tolist() == [1]
+
+
 def test_cqi_process_is_the_birth_death_chain():
     """CQI 5..8, up 2, down 1, started from the stationary law pi_c ~ 2^(c-5): every UE's CQI is
     stationary at every time, so the UEs per CQI seen by arrivals (PASTA) follow pi."""
