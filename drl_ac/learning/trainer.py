@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -347,6 +348,18 @@ class Trainer:
             if callback is not None and self.t % callback_every == 0:
                 callback(self)
         return False
+
+    def train_until(self, deadline: float, replan_every: int = 20) -> None:
+        """Train until wall-clock time ``deadline`` (``time.time()``), e.g. a fixed slot on a
+        shared machine. Every ``replan_every`` vector steps the run's length becomes what the
+        speed so far reaches by the deadline, so the exploration and multiplier schedules
+        (fractions of ``config.steps``) end with the slot, not with a guess."""
+        t0, d0 = time.time(), self.decisions
+        while time.time() < deadline:
+            self.train(until=self.decisions + replan_every * self.B)
+            rate = (self.decisions - d0) / max(time.time() - t0, 1e-9)
+            total = self.decisions + int(rate * max(deadline - time.time(), 0.0))
+            self.config = dataclasses.replace(self.config, steps=max(total, self.decisions + self.B))
 
     # ------------------------------------------------------------------ state
     def policy_section(self, metrics: dict | None = None) -> dict[str, Any]:

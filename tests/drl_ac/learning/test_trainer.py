@@ -253,3 +253,13 @@ def test_calibration_of_a_periodic_cell_holds_dropping_with_its_margin():
     assert m["violation_upper"] == pytest.approx(m["dropping_upper"]) and m["dropping_upper"] <= 0.03
     looser = evaluate(LoadedPolicy({**section, "bias": bias - 1.0}), spec, arrivals=6000, seed=555, num_envs=60)
     assert looser["dropping"] > 0.03 > m["dropping"] and looser["blocking"] < m["blocking"]
+
+
+def test_training_until_a_deadline_fits_its_schedules_to_the_slot(mm1_yaml):
+    import time
+    trainer = Trainer(small_config(mm1_yaml, steps=10**9, num_envs=32, learning_starts=500))
+    t0 = time.time()
+    trainer.train_until(t0 + 1.5, replan_every=5)
+    assert 1.5 <= time.time() - t0 < 3.0 and trainer.decisions > 32 * 20
+    assert trainer.config.steps <= trainer.decisions + 32 * 5  # the run's length is what the slot reached
+    assert trainer.exploration() == pytest.approx(trainer.config.exploration_end, rel=0.2)
