@@ -18,6 +18,7 @@ from statistics import NormalDist
 
 from drl_ac.checkpoint import LoadedPolicy
 from drl_ac.evaluation.metrics import (
+    cell_summary,
     engine_options,
     evaluate,
     instances,
@@ -60,7 +61,8 @@ def calibrate_bias(section: dict, spec: NetworkSpec, target: float, arrivals: in
         def evaluated(policy: LoadedPolicy) -> dict:
             driver.engine.set_state(warmed)
             done, _ = collect(driver, policy, steps, settle)
-            return {**summarize(done, num_envs), "warmup_steps": warmup + settle}
+            out = {**summarize(done, num_envs), "warmup_steps": warmup + settle}
+            return out if spec.cell is None else {**out, **cell_summary(done, num_envs, spec.num_classes)}
 
     def run(bias: float) -> dict:
         m = evaluated(LoadedPolicy({**section, "bias": bias}))
