@@ -13,6 +13,8 @@ NumPy arrays are stored as tensors and turned back on load.
 from __future__ import annotations
 
 import errno
+import json
+import math
 import pickle
 import platform
 import zipfile
@@ -187,3 +189,34 @@ def export_policy(section: dict, folder: str | Path) -> list[Path]:
     obs_dim = int(section["obs_dim"])
     folder = Path(folder)
     return [export_program(module, obs_dim, folder / PROGRAM_FILE), export_onnx(module, obs_dim, folder / ONNX_FILE)]
+
+
+def finite_json(obj: Any) -> Any:
+    """Plain JSON values, with null for NaN and infinities (metrics.json is strict JSON)."""
+    if isinstance(obj, dict):
+        return {str(k): finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    if isinstance(obj, torch.Tensor):
+        obj = obj.detach().cpu().numpy()
+    if isinstance(obj, np.ndarray):
+        return finite_json(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def save_policy_folder(section: dict, folder: str | Path) -> list[Path]:
+    """A policy as ``checkpoints/paper_tandem/`` holds it: ``policy.pt`` (the section, its
+    ``metrics`` included), ``metrics.json`` (strict JSON: null where a value is undefined),
+    then the exports ``policy.pt2`` and ``policy.onnx``; returns the paths in that order.
+    The first two are written before the exports, which need more packages (onnxscript)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    metrics = folder / "metrics.json"
+    paths = [save_atomic(section, folder / "policy.pt"),
+             write_atomic(metrics, lambda tmp: Path(tmp).write_text(
+                 json.dumps(finite_json(section.get("metrics", {})), indent=2, allow_nan=False) + "\n"))]
+    return paths + export_policy(section, folder)

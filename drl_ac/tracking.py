@@ -19,7 +19,8 @@ from drl_ac.learning.store import Experiences
 class RunningStats:
     """Exponentially weighted counts of recent outcomes, with a half-life in decisions."""
 
-    KEYS = ("rows", "accepted", "violations", "unnecessary", "greedy_accepted", "greedy_violations", "cost")
+    KEYS = ("rows", "accepted", "violations", "unnecessary", "greedy_accepted", "greedy_violations", "cost",
+            "charged")
 
     def __init__(self, half_life: float = 100_000.0):
         self.half_life = half_life
@@ -33,7 +34,7 @@ class RunningStats:
         new = {"rows": m, "accepted": acc.sum(), "violations": (acc & miss).sum(),
                "unnecessary": (~acc & exp.success).sum(), "greedy_accepted": (acc & exp.greedy).sum(),
                "greedy_violations": (acc & miss & exp.greedy).sum(),
-               "cost": float(exp.cost[acc].sum()) if acc.any() else 0.0}
+               "cost": float(exp.cost[acc].sum()) if acc.any() else 0.0, "charged": float(exp.cost.sum())}
         for k in self.KEYS:
             self.counts[k] = self.counts[k] * decay + float(new[k])
 
@@ -63,6 +64,12 @@ class RunningStats:
     def mean_cost(self) -> float:
         """Mean cost (delay) of admitted decisions: the objective of control systems."""
         return self._ratio(self.counts["cost"], self.counts["accepted"])
+
+    @property
+    def charged_per_accepted(self) -> float:
+        """Costs charged per step (all decisions) per accepted one: for a cell charged its drops
+        (``envs.reward.cell_charges``), P(dropped | admitted) in the long run."""
+        return self._ratio(self.counts["charged"], self.counts["accepted"])
 
     @property
     def objective(self) -> float:

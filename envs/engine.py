@@ -59,7 +59,11 @@ class Engine:
 
     def __init__(self, spec: NetworkSpec, num_envs: int, seed: int | None = None,
                  capacity: int = 64, max_jobs: int = 1 << 16, max_bytes: int = 4 << 30,
-                 exact_counterfactual: bool = False, start: float | np.ndarray = 0.0):
+                 exact_counterfactual: bool = False, start: float | np.ndarray = 0.0, probes: bool = True):
+        """``probes`` False: a rejected job is reported at once, unscored (``success`` False), for
+        users that never read a rejection's success (a cell's blocking reward and measures); a
+        cell's probe is most of its simulation time in busy hours. Only systems that build
+        their own outcome rows (a cell) support it."""
         if num_envs < 1:
             raise ValueError(f"num_envs: must be >= 1, got {num_envs}. Fix: give a positive number of instances.")
         self.spec = spec
@@ -98,7 +102,9 @@ class Engine:
                         Column("action", (), np.int64),
                         Column("service", (self.N,)), Column("wait", (self.N,), np.float64, np.nan),
                         *self.routing.columns)
-        self.probe = Probe(self, exact=exact_counterfactual)
+        if not probes and not self.routing.reports:
+            raise ValueError("probes=False: only a cell reports rejections without a probe. Fix: keep probes on.")
+        self.probe = Probe(self, exact=exact_counterfactual, score=probes)
         self.every = np.arange(self.B)  # the identity map of instances (the real network's rows)
         # per-instance start times (e.g. spread over the period of an arrival profile, so that
         # instances are not in phase: drl_ac.evaluation.metrics.phase_offsets)
@@ -131,17 +137,25 @@ class Engine:
         self.now, self.arriving = self.arrivals.pop(self.rng)
         self._new_arrival()
 
+    def empty_instances(self, rows: np.ndarray) -> None:
+        """Empty the instances ``rows`` where they are: their jobs vanish unreported and their
+        events stop (arrivals made inside a kind, a cell's handovers, too); the job arriving
+        now keeps its slot and its draws, and arrivals go on."""
+        rows = np.asarray(rows, np.int64)
+        self.state.next_event[rows] = np.inf
+        for kind in self.kinds:
+            kind.clear(self.state, rows)
+        self.jobs.clear(rows, keep=self.slot[rows])
+
     def reset_instances(self, rows: np.ndarray) -> None:
         """Empty the instances ``rows`` (their jobs vanish unreported); they restart at their
         start time (``start``, zero by default) with a fresh arrival, in step with the others."""
         rows = np.asarray(rows, np.int64)
         st = self.state
-        st.next_event[rows] = np.inf
+        self.empty_instances(rows)
         for kind in self.kinds:
-            kind.clear(st, rows)
             kind.start(self, st, rows)
         slot = self.slot[rows]
-        self.jobs.clear(rows, keep=slot)  # the job arriving now keeps its slot and its draws
         fresh = ClassArrivals(self.arrivals.processes)
         fresh.reset(self.rng, rows.size, self.start[rows])
         self.now[rows], self.arriving[rows] = fresh.pop(self.rng)

@@ -69,14 +69,15 @@ class Follow:
 
 
 class Probe:
-    def __init__(self, eng: Engine, exact: bool = False):
+    def __init__(self, eng: Engine, exact: bool = False, score: bool = True):
         self.eng = eng
         self.exact = exact
+        self.score = score  # False: the system reports the rejections unscored (see Engine's probes)
 
     def run(self, rows: np.ndarray) -> Outcomes:
         eng = self.eng
         if eng.routing.reports:  # a system that scores its own decisions (the cell: CellDispatch.probe)
-            return eng.routing.probe(eng, rows)
+            return eng.routing.probe(eng, rows, self.score)
         R, t = rows.size, eng.t
         slot = eng.slot[rows]
         jobs = eng.jobs

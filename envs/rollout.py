@@ -86,13 +86,18 @@ def collect_time(driver: Driver, policy: Policy, begin: np.ndarray, end: np.ndar
                  sample: Callable[[Driver], np.ndarray] | None = None
                  ) -> tuple[Outcomes, tuple[np.ndarray, np.ndarray, np.ndarray] | None, int]:
     """Step from the driver's current state until every instance b has passed ``end[b]`` and
-    every job that arrived before it has left; keep the rows that arrived in
+    every job that arrived in its window has left; keep the rows that arrived in
     ``[begin[b], end[b])`` (windows in time, not in decisions: with a time-varying arrival
     rate a window of decisions covers less time in busy hours than in quiet ones).
 
     Returns (the window's outcomes, the samples of ``sample(driver)`` (B,) at the decisions
     inside the windows as (env, time, value) or None, the steps taken before the last
     instance entered its window).
+
+    Instances step together, so the last window job to leave (a long session in a busy
+    hour: thousands of steps) would keep every instance running. With admission, an instance
+    past its window whose window jobs have all left is emptied (``Engine.empty_instances``)
+    and rejects every later arrival: nothing of it is read any more, and it costs nothing.
     """
     eng = driver.engine
     begin, end = np.asarray(begin, float), np.asarray(end, float)
@@ -100,7 +105,13 @@ def collect_time(driver: Driver, policy: Policy, begin: np.ndarray, end: np.ndar
     envs, times, values = [], [], []
     obs = driver.observe()
     entered = 0
-    while (eng.now < end).any() or (eng.jobs.live & (eng.jobs.arrival_time < end[:, None])).any():
+    retired = np.zeros(eng.B, bool)
+
+    def pending() -> np.ndarray:  # (B,) an instance still holds jobs that arrived in its window
+        at = eng.jobs.arrival_time
+        return (eng.jobs.live & (at >= begin[:, None]) & (at < end[:, None])).any(1)
+
+    while (eng.now < end).any() or pending().any():
         if (eng.now < begin).any():
             entered = eng.t + 1
         if sample is not None:
@@ -109,8 +120,16 @@ def collect_time(driver: Driver, policy: Policy, begin: np.ndarray, end: np.ndar
                 envs.append(inside)
                 times.append(eng.now[inside].copy())
                 values.append(np.asarray(sample(driver), float)[inside])
-        obs, done = driver.step(np.asarray(policy(obs), np.int64))
+        action = np.array(policy(obs), np.int64)
+        action[retired] = 0
+        obs, done = driver.step(action)
         parts.append(done)
+        if driver.spec.admission:
+            done_with = ~retired & (eng.now >= end) & ~pending()
+            if done_with.any():
+                eng.empty_instances(np.flatnonzero(done_with))
+                retired |= done_with
+                obs = driver.observe()
     done = Outcomes.concat(parts, eng.N)
     at = done.arrival_time
     window = done.select((at >= begin[done.env]) & (at < end[done.env]))

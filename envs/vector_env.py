@@ -11,7 +11,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from envs.driver import Driver
 from envs.observation import ObservationEncoding
 from envs.outcomes import Outcomes
-from envs.reward import REWARD_RULES
+from envs.reward import cell_charges, reward_rule
 from envs.spec import NetworkSpec
 
 
@@ -27,7 +27,8 @@ class AdmissionVectorEnv(VectorEnv):
     ``sojourn``, ``arrival_time``, ``departure_time``, ``job_class``). The reward of
     instance i is the sum of the rewards of its rows completed in this step: it is
     *time-shifted* (an accepted job is paid when it leaves), so learners should use
-    ``info["completed"]`` for exact credit assignment.
+    ``info["completed"]`` for exact credit assignment. A cell's reward is not shifted: it is
+    paid per step, for the UE arriving now and the drops since (``envs.reward``).
 
     The task is continuing: no termination. With ``horizon`` every instance is truncated
     after that many steps and restarts empty on the next ``step`` (next-step autoreset).
@@ -45,7 +46,7 @@ class AdmissionVectorEnv(VectorEnv):
         self.lam = float(lam if lam is not None else (spec.lam if spec.lam is not None else 1.0))
         self.driver = Driver(spec, self.num_envs, seed=seed,
                              encoding=ObservationEncoding.for_spec(spec, include_in_service), **engine_options)
-        self._reward = REWARD_RULES[spec.objective]
+        self._reward = reward_rule(spec)
         width = self.driver.encoding.width
         self.single_observation_space = gym.spaces.Box(0.0, np.inf, (width,), np.float32)
         self.single_action_space = gym.spaces.Discrete(spec.num_actions)
@@ -71,14 +72,20 @@ class AdmissionVectorEnv(VectorEnv):
             obs, info = self.reset()
             zeros = np.zeros(self.num_envs, bool)
             return obs, np.zeros(self.num_envs), zeros, zeros.copy(), info
-        obs, done = self.driver.step(np.asarray(actions))
+        actions, step = np.asarray(actions), self.driver.t
+        obs, done = self.driver.step(actions)
         self._episode_step += 1
         truncated = np.full(self.num_envs, self.horizon is not None and self._episode_step >= self.horizon)
         self._needs_reset = bool(truncated[0])
-        return obs, self.rewards(done), np.zeros(self.num_envs, bool), truncated, {"completed": done.info()}
+        return obs, self.rewards(done, actions, step), np.zeros(self.num_envs, bool), truncated, \
+            {"completed": done.info()}
 
-    def rewards(self, done: Outcomes) -> np.ndarray:
-        """Per-instance sum of the rewards of the rows in ``done`` that are decisions."""
+    def rewards(self, done: Outcomes, actions: np.ndarray, step: int) -> np.ndarray:
+        """Per-instance sum of the rewards of the rows in ``done`` that are decisions; a cell
+        is paid per step, for the UE arriving at ``step`` and the drops since (``envs.reward``)."""
+        if self.spec.cell is not None:
+            carried, drops = cell_charges(done, actions, step)
+            return self._reward(carried, True, drops, self.lam, self.spec.eps)
         done = done.decisions()
         r = self._reward(done.action, done.success, done.delay, self.lam, self.spec.eps)
         return np.bincount(done.env, weights=r, minlength=self.num_envs)

@@ -4,6 +4,7 @@
     python experiments/train.py --lam 8              # the paper's fixed multiplier (what paper_tandem's YAML fixes)
     python experiments/train.py --scenario tandem    # true sojourn times
     python experiments/train.py --scenario my_net.yaml --eps 0.05 --out runs/mine
+    python experiments/train.py --scenario cell_5g --num-envs 512 --updates-per-step 4   # a 5G cell
     python experiments/train.py --resume checkpoints/runs/paper_tandem-seed0/checkpoint.pt --steps 12000000
 
 The multiplier lam is tuned automatically by default on every scenario (dual ascent on the
@@ -26,7 +27,6 @@ options may differ.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import shlex
@@ -38,7 +38,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from tqdm import tqdm
 
@@ -46,9 +45,8 @@ from drl_ac.checkpoint import (
     CHECKPOINT_FORMAT,
     CheckpointError,
     LoadedPolicy,
-    export_policy,
     load_file,
-    save_atomic,
+    save_policy_folder,
 )
 from drl_ac.cli import HelpFormatter
 from drl_ac.evaluation.calibration import calibrated_section
@@ -147,7 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calibrate", choices=["auto", "on", "off"], default="auto",
                    help="tune the acceptance bias on the learned advantage so violation <= eps - margin "
                         "(auto: on when lam is automatic)")
-    p.add_argument("--eval-arrivals", type=int, default=200_000, help="arrivals in the final evaluation")
+    p.add_argument("--eval-arrivals", type=int, default=200_000,
+                   help="arrivals in the final evaluation and in each evaluation of the calibration")
     p.add_argument("--checkpoint-every", type=int, default=1_000_000, help="decisions between checkpoints")
     p.add_argument("--out", type=Path, default=None,
                    help="output folder (default: checkpoints/runs/SCENARIO-seedS; on --resume the "
@@ -270,23 +269,6 @@ def stability_warning(spec: NetworkSpec) -> str | None:
     return None
 
 
-def finite_json(obj: Any) -> Any:
-    """Plain JSON values, with null for NaN and infinities (metrics.json is strict JSON)."""
-    if isinstance(obj, dict):
-        return {str(k): finite_json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [finite_json(v) for v in obj]
-    if isinstance(obj, torch.Tensor):
-        obj = obj.detach().cpu().numpy()
-    if isinstance(obj, np.ndarray):
-        return finite_json(obj.tolist())
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
 def resume_command(checkpoint: Path, args: argparse.Namespace, given: set[str]) -> str:
     script = sys.argv[0] if sys.argv and sys.argv[0].endswith("train.py") else "experiments/train.py"
     parts = ["python", script, "--resume", str(checkpoint)]
@@ -404,7 +386,7 @@ def finish(trainer: Trainer, args: argparse.Namespace, out: Path) -> tuple[dict,
     """Calibrate (when asked or when lam is automatic), evaluate and write the policy files."""
     config = trainer.config
     if args.calibrate == "on" or (args.calibrate == "auto" and trainer.auto_lam):
-        section = calibrated_section(trainer, trainer.spec.eps)
+        section = calibrated_section(trainer, trainer.spec.eps, arrivals=args.eval_arrivals)
         cal = section["calibration"]
         print(f"calibrated acceptance bias {section['bias']:.4f}: violation {cal['violation']:.4f}, one-sided "
               f"{cal['confidence']:.0%} upper bound {cal['violation_upper']:.4f} <= eps {trainer.spec.eps:g} "
@@ -416,9 +398,7 @@ def finish(trainer: Trainer, args: argparse.Namespace, out: Path) -> tuple[dict,
     metrics.update({"lam": trainer.lam, "rbar": float(trainer.learner.rbar), "decisions": trainer.decisions,
                     "scenario": trainer.spec.name, "seed": config.seed, "bias": section.get("bias", 0.0)})
     section["metrics"] = metrics
-    save_atomic(section, out / "policy.pt")
-    exported = export_policy(section, out)
-    (out / "metrics.json").write_text(json.dumps(finite_json(metrics), indent=2, allow_nan=False) + "\n")
+    exported = save_policy_folder(section, out)[2:]
     return metrics, exported, section
 
 

@@ -1,4 +1,5 @@
 import importlib.util
+import sys
 import types
 from pathlib import Path
 
@@ -55,6 +56,7 @@ def experiment():
     def load(name: str):
         spec = importlib.util.spec_from_file_location(name, root / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses of a module look it up while it is being executed
         spec.loader.exec_module(module)
         return module
     return load

@@ -13,6 +13,7 @@ standard error of about 0.0015 (800k arrivals) instead of being rejected by nois
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -74,19 +75,23 @@ class TuningResult:
     rule: Callable
     metrics: dict  # the chosen rule's evaluation on the largest sample it needed
     trace: list[tuple[str, int, float, float]] = field(default_factory=list)  # (rule, arrivals, violation, acceptance)
+    complete: bool = True  # False: the search was cut short by its deadline (the rule is the best found by then)
 
 
 class _Tuner:
     """Evaluates candidates on common random numbers, growing the sample while undecided."""
 
     def __init__(self, spec: NetworkSpec, arrivals: int, seed: int, num_envs: int, max_arrivals: int | None = None,
-                 progress: Callable[[str], None] | None = None, measure: str = "violation", margin: bool = False):
+                 progress: Callable[[str], None] | None = None, measure: str = "violation", margin: bool = False,
+                 deadline: float | None = None):
         """``measure``: the metric held <= eps (a cell: ``dropping``, P(dropped | admitted), or
         ``handover_dropping``); ``margin``: feasible iff its one-sided 95% upper bound is <= eps
         (the sample doubles while the one-sided bounds straddle eps), instead of the point
-        estimate once the two-sided 95% interval excludes eps."""
+        estimate once the two-sided 95% interval excludes eps. ``deadline`` (``time.time()``):
+        searches that ask ``expired()`` stop there with the best rule found so far."""
         self.spec, self.arrivals, self.seed, self.num_envs = spec, arrivals, seed, num_envs
-        self.measure, self.margin = measure, margin
+        self.measure, self.margin, self.deadline = measure, margin, deadline
+        self.cut = False  # a search stopped at the deadline
         self.max_arrivals = max_arrivals if max_arrivals is not None else 8 * arrivals
         self.progress = progress
         self.trace: list[tuple[str, int, float, float]] = []
@@ -136,8 +141,14 @@ class _Tuner:
     def feasible(self, rule) -> bool:
         return self._decide(rule)[0]
 
+    def expired(self) -> bool:
+        """Past the deadline (a search asking this stops, and its result says so)."""
+        if self.deadline is not None and time.time() > self.deadline:
+            self.cut = True
+        return self.cut
+
     def result(self, rule) -> TuningResult:
-        return TuningResult(rule, self(rule), list(self.trace))
+        return TuningResult(rule, self(rule), list(self.trace), complete=not self.cut)
 
 
 def tune_total(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_envs: int = 400,

@@ -7,7 +7,8 @@ lands a little above or below eps. Shifting the acceptance threshold on that adv
 evaluations (common random numbers, fresh seeds) finds the most accepting bias whose
 violation is at most the target *with its noise*: the one-sided upper confidence bound
 ``violation + z * se`` (z = 1.645 for 95%) must stay <= target. A point estimate at the
-target would put the long-run violation above it half of the time.
+target would put the long-run violation above it half of the time. A cell's violation is
+its dropping, P(dropped | admitted) (its rows' ``accepted`` = carried).
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ import math
 from statistics import NormalDist
 
 from drl_ac.checkpoint import LoadedPolicy
-from drl_ac.evaluation.metrics import summarize
+from drl_ac.evaluation.metrics import (
+    cell_summary,
+    engine_options,
+    evaluate,
+    instances,
+    summarize,
+)
 from envs import Driver, NetworkSpec
 from envs.rollout import collect, warm_up
 
@@ -35,19 +42,30 @@ def calibrate_bias(section: dict, spec: NetworkSpec, target: float, arrivals: in
     The instances are warmed up once, with the uncalibrated policy, until stationary; every
     candidate then starts from that same state (``settle`` steps to adjust to its own bias
     before its window) and sees the same arrivals and service times: common random numbers
-    at the cost of one warm-up, not one per candidate.
+    at the cost of one warm-up, not one per candidate. A periodic system is evaluated by
+    ``evaluate`` itself, which is what the constraint is judged on (instances at stratified
+    phases, windows in time; lockstep instances cannot share a warm-up there: in the steps a
+    busy hour needs to warm up, a quiet one lives through several hours), on the same seed.
     """
-    num_envs = max(1, min(num_envs, arrivals // 100))  # at least ~100 decisions per instance
+    num_envs = instances(arrivals, num_envs)
     start = LoadedPolicy(section)
-    driver = Driver(spec, num_envs, seed=seed, encoding=start.encoding)
-    warmup = warm_up(driver, start)
-    warmed = driver.engine.get_state()
-    steps = math.ceil(arrivals / num_envs)
+    if spec.period is not None:
+        def evaluated(policy: LoadedPolicy) -> dict:
+            return evaluate(policy, spec, arrivals, seed, num_envs)
+    else:
+        driver = Driver(spec, num_envs, seed=seed, encoding=start.encoding, **engine_options(spec))
+        warmup = warm_up(driver, start)
+        warmed = driver.engine.get_state()
+        steps = math.ceil(arrivals / num_envs)
+
+        def evaluated(policy: LoadedPolicy) -> dict:
+            driver.engine.set_state(warmed)
+            done, _ = collect(driver, policy, steps, settle)
+            out = {**summarize(done, num_envs), "warmup_steps": warmup + settle}
+            return out if spec.cell is None else {**out, **cell_summary(done, num_envs, spec.num_classes)}
 
     def run(bias: float) -> dict:
-        driver.engine.set_state(warmed)
-        done, _ = collect(driver, LoadedPolicy({**section, "bias": bias}), steps, settle)
-        m = {**summarize(done, num_envs), "warmup_steps": warmup + settle}
+        m = evaluated(LoadedPolicy({**section, "bias": bias}))
         if m["acceptance"] == 0:  # nothing accepted: nothing violated
             m["violation"], m["violation_se"] = 0.0, 0.0
         m["violation_upper"] = upper_bound(m, confidence)

@@ -19,6 +19,9 @@ never by number. Handovers are not decisions: no rule sees them, they are carrie
 * ``PhaseTypeThresholds(table)``: per-type thresholds per phase bin of the period, T[k][bin].
 
 Tuners (``tune_*``) return ``baselines.TuningResult``; ``tuned_cell_rules`` runs them all.
+With a ``deadline`` (``time.time()``; the others take it among their options) a search stops
+there with the best rule it has found (``TuningResult.complete`` False), so a tuning fits a
+fixed slot.
 ``measure`` chooses the constrained metric: ``dropping`` (default, the scenario's eps) or
 ``handover_dropping`` (the classical guard-channel constraint).
 """
@@ -145,11 +148,12 @@ def _tuner(spec: NetworkSpec, arrivals: int, seed: int, num_envs: int, measure: 
     return _Tuner(spec, arrivals, seed, num_envs, measure=measure, margin=True, **options)
 
 
-def _largest(feasible: Callable[[int], bool], lo: int, hi: int) -> int:
-    """Largest x in [lo, hi] with feasible(x), feasible monotone decreasing, lo assumed feasible."""
+def _largest(feasible: Callable[[int], bool], lo: int, hi: int, expired: Callable[[], bool]) -> int:
+    """Largest x in [lo, hi] with feasible(x), feasible monotone decreasing, lo assumed feasible
+    (the largest known feasible once ``expired()``)."""
     if feasible(hi):
         return hi
-    while hi - lo > 1:
+    while hi - lo > 1 and not expired():
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if feasible(mid) else (lo, mid)
     return lo
@@ -159,7 +163,7 @@ def tune_prb_threshold(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 7
                        measure: str = "dropping", **options) -> TuningResult:
     """Largest T in 0..C (dropping grows, blocking falls with T) feasible with its margin."""
     tuner, lay, C = _tuner(spec, arrivals, seed, num_envs, measure, **options), cell_layout(spec), spec.cell.prbs
-    T = _largest(lambda t: tuner.feasible(PRBThreshold(lay, t)), 0, C)
+    T = _largest(lambda t: tuner.feasible(PRBThreshold(lay, t)), 0, C, tuner.expired)
     return tuner.result(PRBThreshold(lay, T))
 
 
@@ -167,7 +171,7 @@ def tune_guard(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_
                measure: str = "dropping", **options) -> TuningResult:
     """Fewest guard PRBs g in 0..C feasible with its margin."""
     tuner, lay, C = _tuner(spec, arrivals, seed, num_envs, measure, **options), cell_layout(spec), spec.cell.prbs
-    free = _largest(lambda f: tuner.feasible(GuardChannel(lay, C, C - f)), 0, C)  # f = C - g usable PRBs
+    free = _largest(lambda f: tuner.feasible(GuardChannel(lay, C, C - f)), 0, C, tuner.expired)  # f = C - g usable
     return tuner.result(GuardChannel(lay, C, C - free))
 
 
@@ -176,10 +180,12 @@ def tune_fractional_guard(spec: NetworkSpec, arrivals: int = 100_000, seed: int 
     """The integer guard first (``tune_guard``'s search), then bisection on the fraction of
     the next PRB: the largest level in [C - g, C - g + 1) feasible with its margin."""
     tuner, lay, C = _tuner(spec, arrivals, seed, num_envs, measure, **options), cell_layout(spec), spec.cell.prbs
-    free = _largest(lambda f: tuner.feasible(FractionalGuardChannel(lay, float(f), seed)), 0, C)
+    free = _largest(lambda f: tuner.feasible(FractionalGuardChannel(lay, float(f), seed)), 0, C, tuner.expired)
     lo, hi = float(free), float(free + 1)
     if free < C:
         for _ in range(iterations):
+            if tuner.expired():
+                break
             mid = 0.5 * (lo + hi)
             lo, hi = (mid, hi) if tuner.feasible(FractionalGuardChannel(lay, mid, seed)) else (lo, mid)
     return tuner.result(FractionalGuardChannel(lay, lo, seed))
@@ -195,14 +201,14 @@ def tune_type_thresholds(spec: NetworkSpec, start: int | None = None, arrivals: 
     tuner, lay, C = _tuner(spec, arrivals, seed, num_envs, measure, **options), cell_layout(spec), spec.cell.prbs
     K = spec.num_classes
     if start is None:
-        start = _largest(lambda t: tuner.feasible(PRBThreshold(lay, t)), 0, C)
+        start = _largest(lambda t: tuner.feasible(PRBThreshold(lay, t)), 0, C, tuner.expired)
     Ts = tuple([start] * K)
     best = TypeThresholds(lay, Ts)
     if not tuner.feasible(best):
         return tuner.result(best)
     step = max(1, C // 8)
     rounds = 0
-    while step >= 1 and rounds < max_rounds:
+    while step >= 1 and rounds < max_rounds and not tuner.expired():
         rounds += 1
         moves = set()
         for k in range(K):
@@ -228,7 +234,8 @@ def tune_type_thresholds(spec: NetworkSpec, start: int | None = None, arrivals: 
 
 def tune_phase_thresholds(spec: NetworkSpec, base: tuple[int, ...], bins: int = 24, arrivals: int = 400_000,
                           seed: int = 777, num_envs: int = 400, measure: str = "dropping",
-                          progress: Callable[[str], None] | None = None) -> TuningResult:
+                          progress: Callable[[str], None] | None = None, deadline: float | None = None
+                          ) -> TuningResult:
     """Per-type thresholds re-tuned per phase bin: T[k][j] = clip(base[k] + shift[j], 0, C),
     the largest shift per bin whose *bin's* dropping is <= eps with its margin (one-sided 95%
     upper bound from ``dropping_by_phase_se``). One evaluation of a table judges every bin,
@@ -241,7 +248,8 @@ def tune_phase_thresholds(spec: NetworkSpec, base: tuple[int, ...], bins: int = 
     if spec.period is None:
         raise ValueError("tune_phase_thresholds: the scenario has no periodic arrival profile. "
                          "Fix: use tune_type_thresholds.")
-    tuner, lay, C = _tuner(spec, arrivals, seed, num_envs, measure, progress=progress), cell_layout(spec), spec.cell.prbs
+    tuner = _tuner(spec, arrivals, seed, num_envs, measure, progress=progress, deadline=deadline)
+    lay, C = cell_layout(spec), spec.cell.prbs
     base_ = np.asarray(base)
 
     def table(shift: np.ndarray) -> PhaseTypeThresholds:
@@ -258,7 +266,7 @@ def tune_phase_thresholds(spec: NetworkSpec, base: tuple[int, ...], bins: int = 
     hi = np.full(bins, C - int(base_.min()))  # every threshold C: admit whenever it fits
     ok = feasible_bins(table(hi))
     lo[ok] = hi[ok]
-    while (hi - lo > 1).any():
+    while (hi - lo > 1).any() and not tuner.expired():
         mid = np.where(hi - lo > 1, (lo + hi) // 2, lo)
         ok = feasible_bins(table(mid))
         moving = hi - lo > 1

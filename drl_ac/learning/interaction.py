@@ -7,6 +7,7 @@ import numpy as np
 
 from drl_ac.learning.store import DelayedCompletionStore, Experiences
 from envs.driver import Driver
+from envs.reward import cell_charges
 
 
 def epsilon_greedy(greedy: np.ndarray, exploration: float, num_actions: int, rng: np.random.Generator
@@ -16,14 +17,20 @@ def epsilon_greedy(greedy: np.ndarray, exploration: float, num_actions: int, rng
 
 
 def act(driver: Driver, store: DelayedCompletionStore, t: int, action: np.ndarray,
-        greedy: np.ndarray, per_step_cost: bool = False) -> tuple[np.ndarray, Experiences]:
+        greedy: np.ndarray, charge: str | None = None) -> tuple[np.ndarray, Experiences]:
     """Take decision ``t`` in every instance; returns the next observation and the
-    experiences completed in this step (any earlier decisions, each with its own s, a, s').
-    With ``per_step_cost`` decision t is complete now, charged the step's holding cost. Rows
-    that are not decisions (a cell's handover sessions) never reach the store."""
+    experiences completed in this step. ``charge`` None: each decision completes when its
+    own outcome is known (any earlier decisions, each with its own s, a, s'). Otherwise
+    decision t completes now, charged what happened during the step: ``"holding"`` the jobs
+    in system integrated over it, ``"drops"`` (a cell) the admitted UEs dropped in it, its
+    action in effect being a rejection where the UE was blocked (``envs.reward.cell_charges``).
+    Rows that are not decisions (a cell's handover sessions) never reach the store."""
     store.record(t, action, action == greedy)
     obs, done = driver.step(action)
     store.put_obs(t + 1, obs)
-    if per_step_cost:
+    if charge == "holding":
         return obs, store.complete_step(t, driver.holding)
+    if charge == "drops":
+        accepted, drops = cell_charges(done, action, t)
+        return obs, store.complete_step(t, drops, accepted)
     return obs, store.complete(done.decisions(), t + 1)

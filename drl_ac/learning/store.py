@@ -25,7 +25,7 @@ class Experiences(NamedTuple):
     """Completed transitions (M rows)."""
 
     obs: np.ndarray  # (M, D) state at the decision
-    action: np.ndarray  # (M,) the action taken (admission: 0 reject)
+    action: np.ndarray  # (M,) the action in effect (admission: 0 reject; see ``complete``)
     next_obs: np.ndarray  # (M, D) state at the next decision of the same instance
     greedy: np.ndarray  # (M,) the action was the greedy one (paper eq. 6 updates rbar only then)
     success: np.ndarray  # (M,) decided by the system (probe for rejected jobs)
@@ -37,6 +37,7 @@ class _StepOutcome(NamedTuple):
 
     env: np.ndarray
     step: np.ndarray
+    accepted: np.ndarray
     success: np.ndarray
     delay: np.ndarray
 
@@ -83,7 +84,11 @@ class DelayedCompletionStore:
 
     def complete(self, done: Outcomes | _StepOutcome, now: int) -> Experiences:
         """Finish the experiences whose outcome is in ``done``. ``now`` is the latest step
-        whose observation is stored (every completed step must be < now)."""
+        whose observation is stored (every completed step must be < now).
+
+        A decision the system did not accept is stored as a rejection (action 0): a cell's UE
+        admitted without room is blocked, and its transition is the rejection's, so it must
+        neither earn an admission's reward nor count as a dropped admission."""
         env, step = done.env, done.step
         if step.size and step.max() >= now:
             raise ValueError("a completion arrived before the next state of its decision was stored")
@@ -93,17 +98,21 @@ class DelayedCompletionStore:
             raise RuntimeError("completion for a decision that is not pending (reported twice, or overwritten)")
         index.live[env, at] = False
         slot = index.slot[env, at]
-        out = Experiences(table.obs[env, slot], table.action[env, slot].astype(np.int64), table.next_obs[env, slot],
+        action = np.where(done.accepted, table.action[env, slot], 0).astype(np.int64)
+        out = Experiences(table.obs[env, slot], action, table.next_obs[env, slot],
                           table.greedy[env, slot], done.success, done.delay.astype(np.float32))
         table.release(env, slot)
         return out
 
-    def complete_step(self, step: int, cost: np.ndarray) -> Experiences:
+    def complete_step(self, step: int, cost: np.ndarray, accepted: np.ndarray | None = None) -> Experiences:
         """Finish decision ``step`` of every instance at once with its ``cost`` (a per-step
-        charge such as the holding cost); its s' must be stored."""
+        charge such as the holding cost); its s' must be stored. ``accepted`` False: the
+        system did not accept the decision's job (see ``complete``)."""
         if step != self.step - 1:
             raise ValueError(f"step {step}: complete_step needs the observation of step {step + 1} stored last")
-        return self.complete(_StepOutcome(self._all, np.full(self.B, step, np.int64), np.ones(self.B, bool),
+        every = np.ones(self.B, bool)
+        return self.complete(_StepOutcome(self._all, np.full(self.B, step, np.int64),
+                                          every if accepted is None else np.asarray(accepted, bool), every,
                                           np.asarray(cost, np.float64)), self.step)
 
     def pending_count(self) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,13 +32,15 @@ from drl_ac.checkpoint import (
     to_tensors,
     versions,
 )
+from drl_ac.evaluation.metrics import phase_offsets
 from drl_ac.learning.interaction import act, epsilon_greedy
 from drl_ac.learning.learner import DifferentialQLearner, LearnerConfig
 from drl_ac.learning.multiplier import LagrangeMultiplier
 from drl_ac.learning.replay import ReplayBuffer
 from drl_ac.learning.store import DelayedCompletionStore
 from drl_ac.tracking import RunningStats
-from envs import REWARD_RULES, Driver, NetworkSpec, ObservationEncoding, load_spec
+from envs import Driver, NetworkSpec, ObservationEncoding, load_spec
+from envs.reward import reward_rule
 
 LAM_MODES = ("auto", "scenario")
 
@@ -234,18 +237,21 @@ class Trainer:
         self.device = resolve_device(config.device)
         torch.manual_seed(config.seed)
         self.encoding = ObservationEncoding.for_spec(self.spec, config.include_in_service)
-        self.driver = Driver(self.spec, config.num_envs, seed=config.seed, encoding=self.encoding)
+        self.driver = Driver(self.spec, config.num_envs, seed=config.seed, encoding=self.encoding,
+                             **self.engine_options(self.spec, config))
         self.B = config.num_envs
         self.obs_dim = self.encoding.width
         self.num_actions = self.spec.num_actions
         self.learner = DifferentialQLearner(self.obs_dim, torch.from_numpy(self.encoding.scale(self.spec)),
                                             config.learner, self.device, self.num_actions,
-                                            REWARD_RULES[self.spec.objective], self.spec.admission)
+                                            reward_rule(self.spec), self.spec.admission)
         self.replay = ReplayBuffer(config.replay_size, self.obs_dim, self.device, seed=config.seed)
         self.store = DelayedCompletionStore(self.B, self.obs_dim)
         self.rng = np.random.default_rng([config.seed, 1])  # exploration
         self.auto_lam = self.spec.admission and self.spec.lam is None
         self.per_step_cost = self.spec.objective == "response_time" and config.cost == "holding"
+        # decisions complete at once: charged the holding cost, or a cell its drops (envs.reward)
+        self.charge = "holding" if self.per_step_cost else ("drops" if self.spec.cell is not None else None)
         if config.reset_backlog and not self.per_step_cost:
             raise ValueError("reset_backlog (--reset-backlog): restarting instances needs decisions charged per step "
                              "(objective response_time with cost holding); others would lose pending outcomes. "
@@ -260,6 +266,18 @@ class Trainer:
         obs = self.driver.reset(config.seed)
         self.obs = obs
         self.store.put_obs(0, obs)
+
+    @staticmethod
+    def engine_options(spec: NetworkSpec, config: TrainConfig) -> dict[str, Any]:
+        """A periodic system's instances start spread over the period (in lockstep they would
+        all live through the same hours, and an eval sees all hours); a cell runs without
+        probes (its reward never reads a blocked UE's counterfactual: ``envs.reward``)."""
+        options: dict[str, Any] = {}
+        if spec.period is not None:
+            options["start"] = phase_offsets(spec.period, config.num_envs, config.seed)
+        if spec.cell is not None:
+            options["probes"] = False
+        return options
 
     # ------------------------------------------------------------------ the loop
     @property
@@ -281,7 +299,7 @@ class Trainer:
         obs_t = torch.from_numpy(self.obs).to(self.device)
         greedy = self.learner.greedy_actions(obs_t).cpu().numpy()
         action = epsilon_greedy(greedy, self.exploration(), self.num_actions, self.rng)
-        self.obs, exp = act(self.driver, self.store, self.t, action, greedy, self.per_step_cost)
+        self.obs, exp = act(self.driver, self.store, self.t, action, greedy, self.charge)
         self.t += 1
         if self.config.reset_backlog:
             congested = self.driver.jobs_in_system() > self.config.reset_backlog
@@ -292,16 +310,24 @@ class Trainer:
         self.replay.add(exp)
         self.stats.update(exp)
         if (self.auto_lam and self.t % self.multiplier.every == 0 and self.decisions >= self.config.lam_start
-                * self.config.steps and math.isfinite(self.stats.greedy_violation)):
-            self.multiplier.update(self.stats.greedy_violation)
+                * self.config.steps and math.isfinite(self.violation)):
+            self.multiplier.update(self.violation)
         if len(self.replay) >= self.config.learning_starts:
             for _ in range(self.config.updates_per_step):
                 diag = self.learner.update(self.replay.sample(self.config.learner.batch_size), self.lam,
                                            self.spec.eps)
             self.last = diag
 
+    @property
+    def violation(self) -> float:
+        """What the automatic multiplier holds at eps - margin: the violation of recent greedy
+        decisions; a cell's drops per admitted UE (drops are paid when they happen, to no
+        decision in particular: all decisions count, exploration is small by then)."""
+        return self.stats.charged_per_accepted if self.charge == "drops" else self.stats.greedy_violation
+
     def progress(self) -> dict[str, float]:
-        out = {"violation": self.stats.violation, "greedy_violation": self.stats.greedy_violation,
+        cell = self.charge == "drops"
+        out = {"violation": self.violation if cell else self.stats.violation, "greedy_violation": self.violation,
                "acceptance": self.stats.acceptance, "objective": self.stats.objective,
                "throughput": self.stats.throughput, "mean_cost": self.stats.mean_cost,
                "rbar": float(self.learner.rbar), "lam": self.lam, "exploration": self.exploration(),
@@ -322,6 +348,18 @@ class Trainer:
             if callback is not None and self.t % callback_every == 0:
                 callback(self)
         return False
+
+    def train_until(self, deadline: float, replan_every: int = 20) -> None:
+        """Train until wall-clock time ``deadline`` (``time.time()``), e.g. a fixed slot on a
+        shared machine. Every ``replan_every`` vector steps the run's length becomes what the
+        speed so far reaches by the deadline, so the exploration and multiplier schedules
+        (fractions of ``config.steps``) end with the slot, not with a guess."""
+        t0, d0 = time.time(), self.decisions
+        while time.time() < deadline:
+            self.train(until=self.decisions + replan_every * self.B)
+            rate = (self.decisions - d0) / max(time.time() - t0, 1e-9)
+            total = self.decisions + int(rate * max(deadline - time.time(), 0.0))
+            self.config = dataclasses.replace(self.config, steps=max(total, self.decisions + self.B))
 
     # ------------------------------------------------------------------ state
     def policy_section(self, metrics: dict | None = None) -> dict[str, Any]:

@@ -407,7 +407,9 @@ class CellDispatch:
     """The dispatch rule of a cell: every admitted UE enters the cell (station 0) and leaves
     it at the end of its session, when dropped, or at once when it does not fit. Draws per
     UE at arrival: session length, initial CQI, channel key (job columns). Builds the
-    cell's outcome rows (``reports``): success = the UE finished its session undropped."""
+    cell's outcome rows (``reports``): success = the UE finished its session undropped;
+    ``accepted`` = the UE was carried (admitted and it fitted): an admitted UE that does not
+    fit is blocked, so its decision acted as a rejection."""
 
     draws_service = True
     cancels = False
@@ -464,17 +466,18 @@ class CellDispatch:
         blocked = fate == BLOCKED
         held = when - arrived
         nan = np.full((rows.size, self.N), np.nan)
-        return Outcomes(rows, step, action, ~(handover & blocked), fate == FINISHED, held, held.copy(), arrived, when,
+        return Outcomes(rows, step, action, ~blocked, fate == FINISHED, held, held.copy(), arrived, when,
                         typ, np.zeros(rows.size), (~blocked).astype(np.int64), nan, session[:, None],
                         decision=~handover, measures={"blocked": blocked, "dropped": fate == DROPPED, "type": typ,
                                                       "handover": handover, "session": session})
 
-    def probe(self, eng: Engine, rows: np.ndarray) -> Outcomes:
+    def probe(self, eng: Engine, rows: np.ndarray, score: bool = True) -> Outcomes:
         """Would the UE blocked now at ``rows`` have finished its session undropped, had it
         been admitted, with no further arrivals (handovers included)? Decided at once when
         it does not fit or can never be dropped (its type cannot be, or all present could
         need their most PRBs at once and still fit); else by a copy of those rows run until
-        it leaves (its channel and everyone's replay their keys, so this is exact)."""
+        it leaves (its channel and everyone's replay their keys, so this is exact).
+        ``score`` False: not asked; reported as not finished."""
         jobs, st = eng.jobs, eng.state
         slot = eng.slot[rows]
         typ = jobs.job_class[rows, slot]
@@ -482,6 +485,8 @@ class CellDispatch:
         start = eng.now[rows]
         kind = eng.kinds[0]
         fits = st.cell_used[rows] + kind.table[typ, jobs.cqi0[rows, slot]] <= kind.C
+        if not score:  # reported at once as not finished, like a UE without room
+            fits = np.zeros(rows.size, bool)
         fate = np.where(fits, FINISHED, BLOCKED)
         departure = np.where(fits, start + session, start)
         # no arrivals in a probe: if every UE present and this one could all need their most

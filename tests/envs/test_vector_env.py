@@ -6,7 +6,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import envs
-from envs.reward import reward
+from envs.reward import blocking_reward, reward
 
 
 def test_vector_env_contract():
@@ -53,6 +53,30 @@ def test_reward_table_eq7():
     acc = np.array([1, 1, 0, 0])
     met = np.array([1, 0, 1, 0])
     np.testing.assert_allclose(reward(acc, met, 8.0, 0.1), [0.8, -7.2, -1.0, 0.0])
+
+
+def test_reward_table_of_a_cell():
+    """Carried UEs earn lam * eps, blocked ones cost 1, every drop in the step costs lam."""
+    carried, drops = np.array([1, 1, 0, 0]), np.array([0, 2, 0, 1])
+    np.testing.assert_allclose(blocking_reward(carried, True, drops, 5.0, 0.02), [0.1, -9.9, -1.0, -6.0])
+
+
+def test_a_cell_is_paid_per_step_for_its_blocks_and_drops():
+    env = envs.make_vector("cell_small", 64, seed=3, lam=5.0)
+    env.reset(seed=3)
+    rng, seen = np.random.default_rng(0), 0
+    for t in range(200):
+        actions = (rng.random(64) < 0.8).astype(np.int64)
+        _, rew, *_, info = env.step(actions)
+        c = info["completed"]
+        now = (c["step"] == t) & c["decision"]
+        blocked = np.zeros(64, bool)
+        blocked[c["env"][now & c["blocked"]]] = True
+        drops = np.bincount(c["env"][c["dropped"] & c["decision"]], minlength=64)
+        carried = (actions == 1) & ~blocked
+        np.testing.assert_allclose(rew, np.where(carried, 5.0 * env.spec.eps, -1.0) - 5.0 * drops)
+        seen += drops.sum()
+    assert seen > 20  # drops do happen
 
 
 @pytest.mark.parametrize("env_id", ["drl_ac/PaperTandem-v0", "drl_ac/PaperAcyclic-v0",

@@ -17,7 +17,7 @@ import torch
 import yaml
 
 from drl_ac import LearnerConfig, TrainConfig
-from drl_ac.checkpoint import load_file
+from drl_ac.checkpoint import finite_json, load_file
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN = ROOT / "experiments/train.py"
@@ -124,7 +124,7 @@ def test_metrics_json_is_strict_json(interrupted_run):
 
 
 def test_non_finite_metrics_become_null():
-    converted = train.finite_json({"v": math.nan, "ci": (math.nan, math.inf), "n": 3, "x": torch.tensor(0.5),
+    converted = finite_json({"v": math.nan, "ci": (math.nan, math.inf), "n": 3, "x": torch.tensor(0.5),
                                    "nested": {"m": -math.inf}})
     assert converted == {"v": None, "ci": [None, None], "n": 3, "x": 0.5, "nested": {"m": None}}
     json.dumps(converted, allow_nan=False)

@@ -116,3 +116,13 @@ def test_prb_threshold_tuned_on_cell_small_respects_eps_with_margin():
     assert tuned.metrics["dropping_upper"] <= spec.eps
     above = [row for row in tuned.trace if row[0] == f"PRBs < {T + 1}"]
     assert above and above[-1][2] > spec.eps - 0.01  # the next threshold was tried and is not within the margin
+
+
+def test_a_search_past_its_deadline_returns_the_best_found_and_says_so():
+    import time
+
+    spec = load_spec("cell_small")
+    done = tune_prb_threshold(spec, arrivals=5000, num_envs=50)
+    cut = tune_prb_threshold(spec, arrivals=5000, num_envs=50, deadline=time.time() - 1)
+    assert done.complete and not cut.complete
+    assert cut.rule.T == 0 < done.rule.T  # only the search's first feasible point: admit nothing

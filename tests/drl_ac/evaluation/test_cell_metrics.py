@@ -57,6 +57,14 @@ def test_cell_summary_matches_hand_computation():
     assert len(m["dropping_by_type_ci"]) == 2 and len(m["dropping_by_phase_se"]) == 2
 
 
+def test_ordered_clusters_take_their_variance_from_successive_differences():
+    """Residuals -1.5, -0.5, 0.5, 1.5 (a trend): independent clusters see variance 4/3 * 5,
+    ordered ones 4/6 * (1 + 1 + 1) from their successive differences."""
+    num, den = np.array([1.0, 2.0, 3.0, 4.0]), np.ones(4)
+    assert ratio_estimate(num, den) == pytest.approx((2.5, math.sqrt(4 / 3 * 5) / 4))
+    assert ratio_estimate(num, den, ordered=True) == pytest.approx((2.5, math.sqrt(2.0) / 4))
+
+
 def test_phase_offsets_are_stratified():
     u = phase_offsets(1440.0, 48, seed=3)
     assert np.all((u >= 0) & (u < 1440.0))

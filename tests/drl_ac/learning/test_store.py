@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from drl_ac.learning.store import DelayedCompletionStore
-from envs import Driver, Outcomes, load_spec
+from envs import Driver, NetworkSpec, Outcomes, load_spec
 
 
 @pytest.mark.parametrize("horizon", [2, 64])
@@ -47,9 +47,29 @@ def test_completion_reported_twice_is_an_error():
     store.put_obs(1, np.ones((1, 1)))
     row = Outcomes.empty(1)
     row.env, row.step, row.delay, row.success = np.array([0]), np.array([0]), np.array([1.0]), np.array([True])
+    row.accepted = np.array([True])
     store.complete(row, 1)
     with pytest.raises(RuntimeError, match="not pending"):
         store.complete(row, 1)
+
+
+def test_an_admission_the_system_did_not_carry_is_stored_as_a_rejection():
+    """A cell of 1 PRB: the UE admitted while the first one holds it does not fit; it is blocked,
+    its row says accepted False, and the learner sees a rejection (its transition is one)."""
+    spec = NetworkSpec.from_dict({"name": "one", "eps": 0.05, "cell": {"prbs": 1, "types": [
+        {"name": "ue", "arrival": {"dist": "deterministic", "mean": 1.0}, "prbs": 1,
+         "session": {"dist": "deterministic", "mean": 10.0}}]}})
+    driver = Driver(spec, 1, seed=0)
+    store = DelayedCompletionStore(1, driver.encoding.width)
+    store.put_obs(0, driver.observe())
+    admit = np.ones(1, np.int64)
+    for t in range(2):
+        store.record(t, admit, np.ones(1, bool))
+        obs, done = driver.step(admit)
+        store.put_obs(t + 1, obs)
+        exp = store.complete(done, t + 1)
+    assert list(done.measures["blocked"]) == [True] and list(done.action) == [1] and not done.accepted.any()
+    assert list(exp.action) == [0] and not exp.success.any()
 
 
 def test_decisions_charged_per_step_complete_at_once_with_their_own_states():

@@ -209,3 +209,57 @@ def test_congested_training_instances_restart_and_steps_are_charged_at_once():
         TrainConfig(reset_backlog=-1)
     with pytest.raises(ValueError, match="reset_backlog"):
         Trainer(TrainConfig(scenario="paper_tandem", num_envs=4, reset_backlog=10))
+
+
+DAY_CELL = {"name": "day", "eps": 0.05, "cell": {"prbs": 6, "drop": "grown", "types": [
+    {"name": "ue", "arrival": {"dist": "poisson", "profile": {"period": 40.0, "table": [2.0, 6.0]}},
+     "session": {"dist": "exponential", "mean": 1.0}, "gbr": 0.4,
+     "cqi": {"up": 1.0, "down": 1.0, "range": [8, 9], "init": [0] * 7 + [0.5, 0.5] + [0] * 6}}]}}
+
+
+def test_a_periodic_cell_trains_spread_over_the_day_paid_per_step():
+    """Instances start at stratified phases, without probes; every decision completes in its
+    own step (blocks and drops are paid when they happen); the multiplier reads drops per
+    carried UE."""
+    from drl_ac.evaluation.metrics import phase_offsets
+    from envs import NetworkSpec
+    spec = NetworkSpec.from_dict(DAY_CELL)
+    trainer = Trainer(TrainConfig(scenario="day", num_envs=32, steps=32 * 300, learning_starts=10**9,
+                                  exploration_start=0.3, exploration_end=0.3), spec=spec)
+    eng = trainer.driver.engine
+    np.testing.assert_allclose(eng.start, phase_offsets(40.0, 32, 0))
+    assert not eng.probe.score
+    for _ in range(300):
+        trainer.step()
+        assert trainer.store.pending_count() == 0
+    c = trainer.stats.counts
+    assert len(trainer.replay) == 32 * 300 and c["charged"] > 10
+    assert trainer.violation == pytest.approx(c["charged"] / c["accepted"])
+    assert 0 < trainer.progress()["violation"] < 0.5
+
+
+def test_calibration_of_a_periodic_cell_holds_dropping_with_its_margin():
+    from drl_ac.checkpoint import LoadedPolicy
+    from drl_ac.evaluation.calibration import calibrate_bias
+    from drl_ac.evaluation.metrics import evaluate
+    from envs import NetworkSpec
+    spec = NetworkSpec.from_dict(DAY_CELL)
+    trainer = Trainer(TrainConfig(scenario="day", num_envs=64, steps=64 * 200, learning_starts=2000), spec=spec)
+    trainer.train()
+    section = trainer.policy_section()
+    bias, m = calibrate_bias(section, spec, target=0.03, arrivals=6000, num_envs=60, iterations=3)
+    again = evaluate(LoadedPolicy({**section, "bias": bias}), spec, arrivals=6000, seed=555, num_envs=60)
+    assert m["dropping"] == m["violation"] == again["dropping"]  # the evaluation itself, on its seed
+    assert m["violation_upper"] == pytest.approx(m["dropping_upper"]) and m["dropping_upper"] <= 0.03
+    looser = evaluate(LoadedPolicy({**section, "bias": bias - 1.0}), spec, arrivals=6000, seed=555, num_envs=60)
+    assert looser["dropping"] > 0.03 > m["dropping"] and looser["blocking"] < m["blocking"]
+
+
+def test_training_until_a_deadline_fits_its_schedules_to_the_slot(mm1_yaml):
+    import time
+    trainer = Trainer(small_config(mm1_yaml, steps=10**9, num_envs=32, learning_starts=500))
+    t0 = time.time()
+    trainer.train_until(t0 + 1.5, replan_every=5)
+    assert 1.5 <= time.time() - t0 < 3.0 and trainer.decisions > 32 * 20
+    assert trainer.config.steps <= trainer.decisions + 32 * 5  # the run's length is what the slot reached
+    assert trainer.exploration() == pytest.approx(trainer.config.exploration_end, rel=0.2)

@@ -7,7 +7,7 @@ import pytest
 
 from drl_ac.evaluation.metrics import ratio_estimate
 from drl_ac.theory.cell import erlang_b, guard_channel, kaufman_roberts
-from envs import Driver, NetworkSpec, SpecError, load_spec
+from envs import Driver, NetworkSpec, Outcomes, SpecError, load_spec
 from envs.rollout import accept_all, collect
 
 Z = 4.0
@@ -187,6 +187,18 @@ def test_hand_trace_of_a_cqi_drop(drop, video_priority, victim):
     assert sorted(st.cell_cqi[0][(st.cell_job[0] >= 0) & (st.cell_type[0] == 0)]) == [6] * (2 if victim[0] == "d" else 1)
 
 
+@pytest.mark.parametrize("admit", [0, 1])
+def test_charges_of_a_step_count_the_block_and_the_drop(admit):
+    """The hand trace under 'grown': the video arriving at 3 is blocked (rejected, or admitted
+    without room), and video@2 is dropped in the step: what the learner is paid for."""
+    from envs.reward import cell_charges
+
+    eng = _trace_engine("grown", 1)
+    done = eng.step(np.full(1, admit, np.int64))
+    carried, drops = cell_charges(done, np.full(1, admit, np.int64), 3)
+    assert carried.tolist() == [False] and drops.tolist() == [1]
+
+
 def test_cqi_process_is_the_birth_death_chain():
     """CQI 5..8, up 2, down 1, started from the stationary law pi_c ~ 2^(c-5): every UE's CQI is
     stationary at every time, so the UEs per CQI seen by arrivals (PASTA) follow pi."""
@@ -259,6 +271,30 @@ def test_probe_is_exact(drop):
     assert (probe.success == (fits & ~real.measures["dropped"])).all()
     voice_dropped = (real.measures["dropped"] & (real.measures["type"] == 1)).any()
     assert voice_dropped == (drop == "lowest_priority")  # voice (fixed PRBs) only falls to others' growth
+
+
+def test_without_probes_the_run_is_the_same_and_blocks_are_unscored():
+    """probes=False changes nothing but the blocked rows' score: same real run, same random
+    stream; a blocked UE is reported at once as not finished. Networks need their probes."""
+    from envs import Engine
+
+    spec, B = _busy_cell("lowest_priority"), 64
+    runs = []
+    for probes in (True, False):
+        eng, rng, rows = Engine(spec, B, seed=5, probes=probes), np.random.default_rng(0), []
+        for _ in range(80):
+            rows.append(eng.step((rng.random(B) < 0.7).astype(np.int64)))
+        runs.append((Outcomes.concat(rows, 1), eng.get_state()["rng"]))
+    (scored, rng_on), (unscored, rng_off) = runs
+    assert rng_on == rng_off and len(scored) == len(unscored)
+    probed = scored.action == 0
+    for name in ("env", "step", "accepted", "arrival_time", "job_class"):
+        assert np.array_equal(getattr(scored, name), getattr(unscored, name)), name
+    assert np.array_equal(scored.success[~probed], unscored.success[~probed])
+    assert scored.success[probed].any() and not unscored.success[probed].any()
+    assert (unscored.departure_time[probed] == unscored.arrival_time[probed]).all()
+    with pytest.raises(ValueError, match="probes=False"):
+        Engine(load_spec("paper_tandem"), 2, probes=False)
 
 
 # ---------------------------------------------------------------------- small cell vs its CTMC, observation

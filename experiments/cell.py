@@ -1,0 +1,508 @@
+"""A 5G cell (issue 9): the admission rules operators run, each tuned, against a learned
+controller, overall, per UE type and per hour, on the same fresh arrivals.
+
+    python experiments/cell.py --minutes 8 --jobs 7 --out results/cell    # everything in an 8-minute slot
+    python experiments/cell.py --policy checkpoints/cell_5g/policy.pt      # a trained policy: no training
+    python experiments/cell.py --quick --scenario tiny.yaml --out /tmp/c   # tiny sizes (what the test runs)
+
+Stage 1, in --jobs processes at once, each part ending by its deadline in the slot:
+  * rules, each tuned on the tuning seed for the lowest blocking at dropping <= eps with its
+    one-sided 95% margin (drl_ac.evaluation.cell_baselines): PRB threshold, then per-type
+    thresholds from it; guard channel, then fractional guard channel; with a daily profile,
+    per-type thresholds re-tuned per hour from the per-type ones. A search cut by its
+    deadline keeps the best rule found so far (``complete`` false in the JSON);
+  * learners (--seeds), trained until their deadline (Trainer.train_until), then each
+    calibrated on the validation seed: the most admitting bias whose dropping has a one-sided
+    95% bound <= eps. The learner with the lowest calibrated blocking there is chosen.
+Stage 2: every policy, accept-all included, on the same fresh arrivals (evaluation seed),
+one process each. Then OUT/cell.json, OUT/cell_blocking.png and OUT/cell_dropping.png (per
+hour, the learned policy against the best static rule and the per-hour rule, 95% intervals),
+the chosen policy in OUT/policy (checkpoints/paper_tandem's files), the tables, and the verdict
+of the issue's claim: learned blocking below the best static threshold rule's at dropping <=
+eps, with 95% intervals apart; and how it compares with the per-hour rule. A policy counts as
+meeting eps on the final evaluation when its dropping estimate is <= eps (each was chosen
+with its margin on its own seed); the one-sided bounds are reported too.
+
+Seeds: the learners simulate on their own seeds (0, 1, ...), rules are tuned on 777, learners
+calibrated and chosen on 555, everything evaluated on 20000. A part that fails or runs out of
+time is reported in the JSON (``errors``); the others still are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing
+import os
+import pickle
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from drl_ac.checkpoint import finite_json, load_file, load_policy, save_atomic, save_policy_folder
+from drl_ac.cli import HelpFormatter
+from drl_ac.evaluation import cell_baselines as cb
+from drl_ac.evaluation.calibration import calibrate_bias
+from drl_ac.evaluation.metrics import evaluate
+from drl_ac.learning.learner import LearnerConfig
+from drl_ac.learning.trainer import TrainConfig, Trainer
+from envs import NetworkSpec, load_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+TUNING_SEED, VALIDATION_SEED, EVALUATION_SEED = 777, 555, 20_000
+STATIC = ("PRB threshold", "per-type thresholds", "guard channel", "fractional guard channel")
+PER_HOUR = "per-type thresholds per phase"
+LEARNED = "learned"
+KEPT = ("blocking", "dropping", "dropping_upper", "handover_dropping", "carried_load", "new_ues", "handovers",
+        "arrivals", "instances", "window_time", "warmup_time")  # and their _ci, _se, _by_type, _by_phase
+
+
+def scenario_spec(scenario: str, eps: float | None) -> NetworkSpec:
+    return load_spec(scenario, eps=eps) if eps is not None else load_spec(scenario)
+
+
+def kept(m: dict) -> dict:
+    """The measures a row reports (overall, per type, per phase, with intervals)."""
+    return {k: v for k, v in m.items() if k.split("_by_")[0].removesuffix("_ci").removesuffix("_se") in KEPT
+            or k == "phase_bins"}
+
+
+# ---------------------------------------------------------------- the jobs (one process each)
+def tuned(result: cb.TuningResult, seconds: float) -> dict:
+    return {"rule": result.rule, "describe": result.rule.describe(), "complete": result.complete,
+            "tuning": kept(result.metrics), "evaluations": len(result.trace), "seconds": seconds}
+
+
+def tune_thresholds(scenario: str, eps: float | None, arrivals: int, num_envs: int, deadline: float,
+                    max_rounds: int) -> dict:
+    """PRB threshold, then the per-type thresholds from it."""
+    spec, t0 = scenario_spec(scenario, eps), time.time()
+    options = {"arrivals": arrivals, "seed": TUNING_SEED, "num_envs": num_envs, "max_arrivals": 4 * arrivals,
+               "deadline": deadline}
+    prb = cb.tune_prb_threshold(spec, **options)
+    t1 = time.time()
+    types = cb.tune_type_thresholds(spec, prb.rule.T, max_rounds=max_rounds, **options)
+    return {"PRB threshold": tuned(prb, t1 - t0), "per-type thresholds": tuned(types, time.time() - t1)}
+
+
+def tune_guards(scenario: str, eps: float | None, arrivals: int, num_envs: int, deadline: float) -> dict:
+    spec, t0 = scenario_spec(scenario, eps), time.time()
+    options = {"arrivals": arrivals, "seed": TUNING_SEED, "num_envs": num_envs, "max_arrivals": 4 * arrivals,
+               "deadline": deadline}
+    guard = cb.tune_guard(spec, **options)
+    t1 = time.time()
+    fractional = cb.tune_fractional_guard(spec, **options)
+    return {"guard channel": tuned(guard, t1 - t0), "fractional guard channel": tuned(fractional, time.time() - t1)}
+
+
+def tune_per_hour(scenario: str, eps: float | None, base: tuple[int, ...], arrivals: int, num_envs: int,
+                  deadline: float) -> dict:
+    spec, t0 = scenario_spec(scenario, eps), time.time()
+    result = cb.tune_phase_thresholds(spec, base, arrivals=arrivals, seed=TUNING_SEED, num_envs=num_envs,
+                                      deadline=deadline)
+    return {PER_HOUR: tuned(result, time.time() - t0)}
+
+
+def learn(scenario: str, eps: float | None, seed: int, num_envs: int, updates_per_step: int, lr: float,
+          hidden: tuple[int, ...], deadline: float, seconds: float | None, calibration_arrivals: int,
+          calibration_envs: int, folder: str) -> dict:
+    """Train until ``deadline`` (for ``seconds`` at most), calibrate on the validation seed,
+    save the policy section."""
+    spec, t0 = scenario_spec(scenario, eps), time.time()
+    if seconds is not None:
+        deadline = min(deadline, t0 + seconds)
+    config = TrainConfig(scenario=scenario, eps=eps, seed=seed, num_envs=num_envs, steps=10**9,
+                         updates_per_step=updates_per_step, learner=LearnerConfig(hidden=tuple(hidden), lr=lr))
+    trainer = Trainer(config, spec=spec)
+    trainer.train_until(deadline)
+    t1 = time.time()
+    section = trainer.policy_section()
+    bias, m = calibrate_bias(section, spec, spec.eps, arrivals=calibration_arrivals, seed=VALIDATION_SEED,
+                             num_envs=calibration_envs, iterations=4)
+    section["bias"] = bias
+    section["calibration"] = {"target": spec.eps, "confidence": 0.95, "arrivals": m["arrivals"],
+                              "violation": m["violation"], "violation_upper": m["violation_upper"],
+                              "seed": VALIDATION_SEED}
+    path = save_atomic(section, Path(folder) / f"learner-seed{seed}.pt")
+    return {"seed": seed, "path": str(path), "decisions": trainer.decisions, "lam": trainer.lam,
+            "rbar": float(trainer.learner.rbar), "bias": bias, "train_seconds": t1 - t0,
+            "calibration_seconds": time.time() - t1, "validation": kept(m)}
+
+
+def final_evaluation(scenario: str, eps: float | None, policy: Any, arrivals: int, num_envs: int) -> dict:
+    """``policy``: a rule, or the path of a policy.pt."""
+    spec = scenario_spec(scenario, eps)
+    if isinstance(policy, str):
+        policy = load_policy(policy)
+    return kept(evaluate(policy, spec, arrivals=arrivals, seed=EVALUATION_SEED, num_envs=num_envs))
+
+
+# ---------------------------------------------------------------- running jobs in processes
+@dataclass
+class Later:
+    """A job argument computed from the results of the jobs it comes after."""
+
+    make: Callable[[dict], Any]
+
+
+@dataclass
+class Job:
+    fn: Callable
+    kwargs: dict
+    after: tuple[str, ...] = ()
+
+
+@dataclass
+class Jobs:
+    """Jobs run ``slots`` at a time, each in its own process (spawned: a fresh interpreter,
+    one thread), results coming back pickled through files in ``folder``. A job that raises or
+    is still running at ``run``'s deadline gets ``{"error": ...}``. ``slots`` 1: in this
+    process, one after the other (the test; no deadline)."""
+
+    slots: int
+    folder: Path
+    jobs: dict[str, Job] = field(default_factory=dict)
+
+    def add(self, name: str, fn: Callable, after: tuple[str, ...] = (), **kwargs: Any) -> None:
+        self.jobs[name] = Job(fn, kwargs, after)
+
+    def _arguments(self, job: Job, done: dict) -> dict:
+        failed = [d for d in job.after if "error" in done[d]]
+        if failed:
+            raise RuntimeError(f"needs {', '.join(failed)}, which failed")
+        results = {d: done[d]["result"] for d in job.after}
+        return {k: v.make(results) if isinstance(v, Later) else v for k, v in job.kwargs.items()}
+
+    def run(self, until: float, say: Callable[[str], None]) -> dict[str, dict]:
+        done: dict[str, dict] = {}
+        pending = list(self.jobs)
+        running: dict[str, tuple[Any, Path, float]] = {}
+        ctx = multiprocessing.get_context("spawn")
+        while pending or running:
+            for name in [n for n in pending if all(d in done for d in self.jobs[n].after)]:
+                if len(running) >= self.slots and self.slots > 1:
+                    break
+                pending.remove(name)
+                job, t0 = self.jobs[name], time.time()
+                try:
+                    kwargs = self._arguments(job, done)
+                except Exception as exc:  # noqa: BLE001 - a dependency failed: report, go on
+                    done[name] = {"error": str(exc), "seconds": 0.0}
+                    continue
+                say(f"start {name}")
+                if self.slots == 1:
+                    done[name] = {**_call(job.fn, kwargs), "seconds": time.time() - t0}
+                    say(f"done {name}{' (failed)' if 'error' in done[name] else ''}")
+                    continue
+                path = self.folder / f"{name.replace(' ', '_')}.pickle"
+                path.unlink(missing_ok=True)
+                proc = ctx.Process(target=_child, args=(job.fn, kwargs, str(path)), daemon=True)
+                proc.start()
+                running[name] = (proc, path, t0)
+            for name, (proc, path, t0) in list(running.items()):
+                if proc.is_alive():
+                    continue
+                proc.join()
+                try:
+                    with open(path, "rb") as f:
+                        done[name] = pickle.load(f)
+                except (OSError, EOFError, pickle.UnpicklingError):
+                    done[name] = {"error": f"the process ended with code {proc.exitcode} and no result"}
+                done[name]["seconds"] = time.time() - t0
+                del running[name]
+                say(f"done {name}{' (failed)' if 'error' in done[name] else ''}")
+            if time.time() > until and running:
+                for name, (proc, _, t0) in running.items():
+                    proc.terminate()
+                    proc.join()
+                    done[name] = {"error": "out of time: stopped at the slot's deadline", "seconds": time.time() - t0}
+                    say(f"stopped {name}: out of time")
+                running.clear()
+            if not running and pending and not any(all(d in done for d in self.jobs[n].after) for n in pending):
+                break  # cannot happen with acyclic dependencies; never spin
+            if running:
+                time.sleep(0.2)
+        for name in pending:
+            done.setdefault(name, {"error": "not started", "seconds": 0.0})
+        return done
+
+
+def _call(fn: Callable, kwargs: dict) -> dict:
+    try:
+        return {"result": fn(**kwargs)}
+    except Exception:  # noqa: BLE001 - the job's failure is its result
+        return {"error": traceback.format_exc()}
+
+
+def _child(fn: Callable, kwargs: dict, path: str) -> None:
+    torch.set_num_threads(1)
+    out = _call(fn, kwargs)
+    try:
+        data = pickle.dumps(out)
+    except Exception:  # noqa: BLE001
+        data = pickle.dumps({"error": traceback.format_exc()})
+    tmp = Path(path + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- verdict, tables, plots
+def meets(row: dict, eps: float) -> bool:
+    return math.isfinite(row.get("dropping", math.nan)) and row["dropping"] <= eps
+
+
+def verdict(rows: dict[str, dict], eps: float) -> dict:
+    """The claim: learned blocking below the best static threshold rule's (the lowest blocking
+    among those meeting eps) at dropping <= eps, 95% intervals apart; and the per-hour rule."""
+    static = {n: rows[n] for n in STATIC if n in rows and meets(rows[n], eps)}
+    out: dict[str, Any] = {"eps": eps, "static_meeting_eps": sorted(static)}
+    learned = rows.get(LEARNED)
+    if learned is None or not static:
+        out["holds"] = None
+        out["why"] = "no learned policy evaluated" if learned is None else "no static rule meets eps"
+        return out
+    best = min(static, key=lambda n: static[n]["blocking"])
+    out.update({"best_static": best, "best_static_blocking": static[best]["blocking"],
+                "best_static_blocking_ci": static[best]["blocking_ci"], "learned_blocking": learned["blocking"],
+                "learned_blocking_ci": learned["blocking_ci"], "learned_dropping": learned["dropping"],
+                "learned_meets_eps": meets(learned, eps)})
+    out["intervals_apart"] = learned["blocking_ci"][1] < static[best]["blocking_ci"][0]
+    out["holds"] = bool(out["learned_meets_eps"] and out["intervals_apart"])
+    hour = rows.get(PER_HOUR)
+    if hour is not None:
+        lo, hi = learned["blocking_ci"], hour["blocking_ci"]
+        out["per_hour"] = {"blocking": hour["blocking"], "blocking_ci": hi, "dropping": hour["dropping"],
+                           "meets_eps": meets(hour, eps),
+                           "learned_vs_per_hour": "learned lower, intervals apart" if lo[1] < hi[0] else
+                           "per-hour rule lower, intervals apart" if hi[1] < lo[0] else "intervals overlap"}
+    return out
+
+
+def _ci(row: dict, key: str, digits: int = 4) -> str:
+    lo, hi = row[f"{key}_ci"]
+    return f"{row[key]:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def tables(rows: dict[str, dict], spec: NetworkSpec, described: dict[str, str]) -> str:
+    names = [t.name for t in spec.cell.types]
+    first = next(iter(rows.values()))
+    lines = [f"{spec.name}: {spec.cell.prbs} PRBs, eps {spec.eps} on P(dropped | admitted); {first['new_ues']} new "
+             f"UEs on {first['instances']} instances (evaluation seed {EVALUATION_SEED}); 95% intervals", "",
+             "| policy | rule | blocking | dropping | dropping 95% bound | handover dropping | carried PRBs |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {n} | {described.get(n, '')} | {_ci(r, 'blocking')} | {_ci(r, 'dropping')} | "
+              f"{r['dropping_upper']:.4f} | {r['handover_dropping']:.4f} | {r['carried_load']:.1f} |"
+              for n, r in rows.items()]
+    lines += ["", "| policy | " + " | ".join(f"{t}: blocking | {t}: dropping" for t in names) + " |",
+              "|---|" + "---|---|" * len(names)]
+    for n, r in rows.items():
+        cells = []
+        for k in range(len(names)):
+            for key in ("blocking", "dropping"):
+                v, (lo, hi) = r[f"{key}_by_type"][k], r[f"{key}_by_type_ci"][k]
+                cells.append(f"{v:.4f} [{lo:.4f}, {hi:.4f}]")
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(rows: dict[str, dict], names: list[str], key: str, spec: NetworkSpec, path: Path) -> Path:
+    """``key`` (blocking or dropping) per phase bin with its 95% interval, one line per policy."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bins = rows[names[0]]["phase_bins"]
+    width = spec.period / bins
+    hours = spec.period == 1440.0 and bins == 24
+    x = np.arange(bins) + 0.5 if hours else (np.arange(bins) + 0.5) * width
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    for name in names:
+        r = rows[name]
+        y = np.array(r[f"{key}_by_phase"], float)
+        ci = np.array([c if c is not None else [np.nan, np.nan] for c in r[f"{key}_by_phase_ci"]], float)
+        line, = ax.plot(x, y, marker="o", ms=3, label=f"{name} ({r[key]:.4f})")
+        ax.fill_between(x, ci[:, 0], ci[:, 1], color=line.get_color(), alpha=0.2, linewidth=0)
+    if key == "dropping":
+        ax.axhline(spec.eps, color="black", linestyle=":", label=f"eps {spec.eps:g}")
+    ax.set_xlabel("hour of the day" if hours else "time in the period")
+    ax.set_ylabel("P(dropped | admitted)" if key == "dropping" else "P(blocked)")
+    ax.set_title(f"{spec.name}: {key} by {'hour' if hours else 'phase'} (95% intervals)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+# ---------------------------------------------------------------- the experiment
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    p.add_argument("--scenario", default="cell_5g", help="a cell scenario (name or YAML)")
+    p.add_argument("--eps", type=float, default=None, help="allowed dropping (default: the scenario's)")
+    p.add_argument("--minutes", type=float, default=8.0, help="wall time of the whole run")
+    p.add_argument("--jobs", type=int, default=7, help="processes at once (1: all in this process, in turn)")
+    p.add_argument("--final-seconds", type=float, default=90.0,
+                   help="kept at the end of the slot for the final evaluation, the files and the tables")
+    p.add_argument("--calibration-seconds", type=float, default=110.0,
+                   help="kept after training for each learner's calibration on the validation seed")
+    p.add_argument("--per-hour-seconds", type=float, default=150.0,
+                   help="kept at the end of stage 1 for tuning the per-hour rule (after the per-type one)")
+    p.add_argument("--policy", type=Path, default=None, help="evaluate this policy.pt instead of training")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3], help="learners, one process each")
+    p.add_argument("--num-envs", type=int, default=512, help="instances per learner")
+    p.add_argument("--updates-per-step", type=int, default=4, help="gradient steps per vector step")
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--hidden", type=int, nargs="+", default=[64, 64])
+    p.add_argument("--train-seconds", type=float, default=None,
+                   help="train for this long at most (default: until the slot's training deadline)")
+    p.add_argument("--calibration-arrivals", type=int, default=100_000, help="per evaluation of a calibration")
+    p.add_argument("--calibration-envs", type=int, default=500)
+    p.add_argument("--tune-arrivals", type=int, default=50_000,
+                   help="per candidate rule (doubled up to 4x while undecided; 2x per evaluation of the per-hour "
+                        "table)")
+    p.add_argument("--tune-envs", type=int, default=400)
+    p.add_argument("--type-rounds", type=int, default=40, help="rounds of the per-type coordinate search at most")
+    p.add_argument("--eval-arrivals", type=int, default=400_000, help="arrivals per policy in the final evaluation")
+    p.add_argument("--eval-envs", type=int, default=1000)
+    p.add_argument("--out", type=Path, default=ROOT / "results" / "cell", help="folder of cell.json, the PNGs and "
+                   "the chosen policy (OUT/policy)")
+    p.add_argument("--quick", action="store_true", help="tiny sizes, all in this process (the test)")
+    p.add_argument("--quiet", action="store_true")
+    return p
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = build_parser().parse_args(argv)
+    if args.quick:
+        args.jobs, args.seeds, args.num_envs, args.updates_per_step, args.hidden = 1, [0], 32, 1, [16, 16]
+        args.train_seconds, args.calibration_arrivals, args.calibration_envs = 1.0, 3000, 30
+        args.tune_arrivals, args.tune_envs, args.type_rounds = 3000, 30, 2
+        args.eval_arrivals, args.eval_envs = 6000, 60
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"  # for the processes spawned
+    torch.set_num_threads(1)
+    t0 = time.time()
+    end = t0 + 60 * args.minutes
+    stage1_end = end - args.final_seconds
+    t_start = time.perf_counter()
+
+    def say(text: str) -> None:
+        if not args.quiet:
+            print(f"[{time.perf_counter() - t_start:6.1f} s] {text}", file=sys.stderr, flush=True)
+
+    spec = scenario_spec(args.scenario, args.eps)
+    if spec.cell is None:
+        sys.exit(f"error: {args.scenario} is not a cell. Fix: give a scenario with a 'cell:' block.")
+    out = args.out
+    work = out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    common = {"scenario": args.scenario, "eps": args.eps}
+    tune = {**common, "arrivals": args.tune_arrivals, "num_envs": args.tune_envs}
+    periodic = spec.period is not None
+    stage1 = Jobs(args.jobs, work)
+    if args.policy is None:
+        for seed in args.seeds:
+            stage1.add(f"learner {seed}", learn, **common, seed=seed, num_envs=args.num_envs,
+                       updates_per_step=args.updates_per_step, lr=args.lr, hidden=tuple(args.hidden),
+                       deadline=stage1_end - args.calibration_seconds, seconds=args.train_seconds,
+                       calibration_arrivals=args.calibration_arrivals,
+                       calibration_envs=args.calibration_envs, folder=str(work))
+    stage1.add("thresholds", tune_thresholds, **tune, max_rounds=args.type_rounds,
+               deadline=stage1_end - (args.per_hour_seconds if periodic else 0.0))
+    stage1.add("guards", tune_guards, **tune, deadline=stage1_end)
+    if periodic:
+        stage1.add("per-hour", tune_per_hour, after=("thresholds",), **common,
+                   base=Later(lambda r: r["thresholds"]["per-type thresholds"]["rule"].Ts),
+                   arrivals=2 * args.tune_arrivals, num_envs=args.tune_envs, deadline=stage1_end)
+    say(f"stage 1: {len(stage1.jobs)} jobs on {args.jobs} process(es) until {stage1_end - t0:.0f} s")
+    first = stage1.run(until=stage1_end + args.final_seconds / 3, say=say)
+    errors = {name: r["error"] for name, r in first.items() if "error" in r}
+
+    rules: dict[str, dict] = {}
+    for name in ("thresholds", "guards", "per-hour"):
+        rules.update(first.get(name, {}).get("result", {}))
+    learners = [r["result"] for name, r in first.items() if name.startswith("learner") and "result" in r]
+    chosen = choose(learners, spec.eps)
+    policies: dict[str, Any] = {"accept-all": cb.CellAcceptAll(cb.cell_layout(spec))}
+    policies.update({name: rules[name]["rule"] for name in (*STATIC, PER_HOUR) if name in rules})
+    learned_path = str(args.policy) if args.policy is not None else (chosen["path"] if chosen else None)
+    if learned_path is not None:
+        policies[LEARNED] = learned_path
+    stage2 = Jobs(args.jobs, work)
+    for name, policy in policies.items():
+        stage2.add(name, final_evaluation, **common, policy=policy, arrivals=args.eval_arrivals,
+                   num_envs=args.eval_envs)
+    say(f"stage 2: {len(policies)} policies on the evaluation seed")
+    second = stage2.run(until=end - 10, say=say)
+    errors.update({f"evaluate {name}": r["error"] for name, r in second.items() if "error" in r})
+    rows = {name: r["result"] for name, r in second.items() if "result" in r}
+    described = {"accept-all": "admit if it fits", **{n: r["describe"] for n, r in rules.items()}}
+    if learned_path is not None:
+        described[LEARNED] = f"Q-network ({Path(learned_path).name})"
+
+    result = {"scenario": spec.name, "eps": spec.eps, "prbs": spec.cell.prbs,
+              "types": [t.name for t in spec.cell.types],
+              "seeds": {"tuning": TUNING_SEED, "validation": VALIDATION_SEED, "evaluation": EVALUATION_SEED},
+              "rules": {n: {k: v for k, v in r.items() if k != "rule"} for n, r in rules.items()},
+              "learners": learners, "chosen": chosen and {k: chosen[k] for k in ("seed", "path", "validation")},
+              "rows": rows, "described": described, "verdict": verdict(rows, spec.eps), "errors": errors,
+              "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+              "stage_seconds": {n: r["seconds"] for n, r in {**first, **second}.items()}}
+    files = []
+    if rows and periodic:
+        shown = [n for n in (LEARNED, result["verdict"].get("best_static"), PER_HOUR) if n in rows]
+        for key in ("blocking", "dropping"):
+            try:
+                files.append(str(plot(rows, shown, key, spec, out / f"cell_{key}.png")))
+            except Exception:  # noqa: BLE001 - a plot must not cost the results
+                errors[f"plot {key}"] = traceback.format_exc()
+    if chosen is not None and LEARNED in rows:
+        files += export_chosen(chosen, rows[LEARNED], spec, out / "policy", errors)
+    result["files"] = files
+    result["seconds"] = time.time() - t0
+    (out / "cell.json").write_text(json.dumps(finite_json(result), indent=1, allow_nan=False) + "\n")
+    if rows:
+        print(tables(rows, spec, described))
+    print(f"claim (learned blocking below the best static rule's at dropping <= eps, intervals apart): "
+          f"{json.dumps(finite_json(result['verdict']))}")
+    if errors:
+        print(f"parts that failed: {', '.join(errors)} (details in {out / 'cell.json'})", file=sys.stderr)
+    say(f"wrote {out / 'cell.json'}{', ' + ', '.join(files) if files else ''}")
+    return result
+
+
+def choose(learners: list[dict], eps: float) -> dict | None:
+    """The learner with the lowest calibrated blocking on the validation seed among those whose
+    calibration met eps with its margin (else the one closest to it)."""
+    if not learners:
+        return None
+    ok = [r for r in learners if r["validation"]["dropping_upper"] <= eps]
+    if ok:
+        return min(ok, key=lambda r: r["validation"]["blocking"])
+    return min(learners, key=lambda r: r["validation"]["dropping_upper"])
+
+
+def export_chosen(chosen: dict, metrics: dict, spec: NetworkSpec, folder: Path, errors: dict) -> list[str]:
+    """The chosen learner as ``checkpoints/paper_tandem/`` holds a policy, with its final evaluation."""
+    section = load_file(chosen["path"])
+    section["metrics"] = {**metrics, "scenario": spec.name, "seed": chosen["seed"], "bias": chosen["bias"],
+                          "lam": chosen["lam"], "rbar": chosen["rbar"], "decisions": chosen["decisions"],
+                          "validation": chosen["validation"], "evaluation_seed": EVALUATION_SEED}
+    try:
+        return [str(p) for p in save_policy_folder(section, folder)]
+    except Exception:  # noqa: BLE001 - policy.pt and metrics.json are written before the exports
+        errors["export"] = traceback.format_exc()
+        return [str(folder / n) for n in ("policy.pt", "metrics.json") if (folder / n).exists()]
+
+
+if __name__ == "__main__":
+    main()
