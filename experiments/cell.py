@@ -113,9 +113,10 @@ def tune_per_hour(scenario: str, eps: float | None, base: tuple[int, ...], arriv
 
 def learn(scenario: str, eps: float | None, seed: int, num_envs: int, updates_per_step: int, lr: float,
           hidden: tuple[int, ...], deadline: float, seconds: float | None, calibration_arrivals: int,
-          calibration_envs: int, folder: str) -> dict:
-    """Train until ``deadline`` (for ``seconds`` at most), calibrate on the validation seed,
-    save the policy section."""
+          calibration_envs: int, calibration_deadline: float, folder: str) -> dict:
+    """Train until ``deadline`` (for ``seconds`` at most), calibrate on the validation seed
+    (stopping by ``calibration_deadline`` with the best bias known to meet eps), save the
+    policy section."""
     spec, t0 = scenario_spec(scenario, eps), time.time()
     if seconds is not None:
         deadline = min(deadline, t0 + seconds)
@@ -126,7 +127,7 @@ def learn(scenario: str, eps: float | None, seed: int, num_envs: int, updates_pe
     t1 = time.time()
     section = trainer.policy_section()
     bias, m = calibrate_bias(section, spec, spec.eps, arrivals=calibration_arrivals, seed=VALIDATION_SEED,
-                             num_envs=calibration_envs, iterations=4)
+                             num_envs=calibration_envs, iterations=6, deadline=calibration_deadline)
     section["bias"] = bias
     section["calibration"] = {"target": spec.eps, "confidence": 0.95, "arrivals": m["arrivals"],
                               "violation": m["violation"], "violation_upper": m["violation_upper"],
@@ -353,16 +354,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=7, help="processes at once (1: all in this process, in turn)")
     p.add_argument("--final-seconds", type=float, default=90.0,
                    help="kept at the end of the slot for the final evaluation, the files and the tables")
-    p.add_argument("--calibration-seconds", type=float, default=110.0,
+    p.add_argument("--calibration-seconds", type=float, default=120.0,
                    help="kept after training for each learner's calibration on the validation seed")
     p.add_argument("--per-hour-seconds", type=float, default=150.0,
                    help="kept at the end of stage 1 for tuning the per-hour rule (after the per-type one)")
     p.add_argument("--policy", type=Path, default=None, help="evaluate this policy.pt instead of training")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3], help="learners, one process each")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="learners, one process each")
     p.add_argument("--num-envs", type=int, default=512, help="instances per learner")
     p.add_argument("--updates-per-step", type=int, default=4, help="gradient steps per vector step")
     p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--hidden", type=int, nargs="+", default=[64, 64])
+    p.add_argument("--hidden", type=int, nargs="+", default=[128, 128])
     p.add_argument("--train-seconds", type=float, default=None,
                    help="train for this long at most (default: until the slot's training deadline)")
     p.add_argument("--calibration-arrivals", type=int, default=100_000, help="per evaluation of a calibration")
@@ -414,7 +415,7 @@ def main(argv: list[str] | None = None) -> dict:
             stage1.add(f"learner {seed}", learn, **common, seed=seed, num_envs=args.num_envs,
                        updates_per_step=args.updates_per_step, lr=args.lr, hidden=tuple(args.hidden),
                        deadline=stage1_end - args.calibration_seconds, seconds=args.train_seconds,
-                       calibration_arrivals=args.calibration_arrivals,
+                       calibration_arrivals=args.calibration_arrivals, calibration_deadline=stage1_end,
                        calibration_envs=args.calibration_envs, folder=str(work))
     stage1.add("thresholds", tune_thresholds, **tune, max_rounds=args.type_rounds,
                deadline=stage1_end - (args.per_hour_seconds if periodic else 0.0))
