@@ -1,11 +1,11 @@
 """A 5G cell (issue 9): the admission rules operators run, each tuned, against a learned
 controller, overall, per UE type and per hour, on the same fresh arrivals.
 
-    python experiments/cell.py --minutes 8 --jobs 7 --out results/cell    # everything in an 8-minute slot
+    python experiments/cell.py --minutes 7.5 --jobs 7 --out results/cell   # everything in a slot
     python experiments/cell.py --policy checkpoints/cell_5g/policy.pt      # a trained policy: no training
     python experiments/cell.py --quick --scenario tiny.yaml --out /tmp/c   # tiny sizes (what the test runs)
 
-Stage 1, in --jobs processes at once, each part ending by its deadline in the slot:
+Jobs, --jobs processes at once, each started as soon as what it needs is done:
   * rules, each tuned on the tuning seed for the lowest blocking at dropping <= eps with its
     one-sided 95% margin (drl_ac.evaluation.cell_baselines): PRB threshold, then per-type
     thresholds from it; guard channel, then fractional guard channel; with a daily profile,
@@ -13,15 +13,18 @@ Stage 1, in --jobs processes at once, each part ending by its deadline in the sl
     deadline keeps the best rule found so far (``complete`` false in the JSON);
   * learners (--seeds), trained until their deadline (Trainer.train_until), then each
     calibrated on the validation seed: the most admitting bias whose dropping has a one-sided
-    95% bound <= eps. The learner with the lowest calibrated blocking there is chosen.
-Stage 2: every policy, accept-all included, on the same fresh arrivals (evaluation seed),
-one process each. Then OUT/cell.json, OUT/cell_blocking.png and OUT/cell_dropping.png (per
-hour, the learned policy against the best static rule and the per-hour rule, 95% intervals),
-the chosen policy in OUT/policy (checkpoints/paper_tandem's files), the tables, and the verdict
-of the issue's claim: learned blocking below the best static threshold rule's at dropping <=
-eps, with 95% intervals apart; and how it compares with the per-hour rule. A policy counts as
-meeting eps on the final evaluation when its dropping estimate is <= eps (each was chosen
-with its margin on its own seed); the one-sided bounds are reported too.
+    95% bound <= eps. The learner with the lowest calibrated blocking there is chosen;
+  * every policy, accept-all included, evaluated on the same fresh arrivals (evaluation seed)
+    once it is tuned or chosen.
+Training, calibration and tuning stop --final-seconds before the end of the slot, and the
+evaluations still running 10 s before it are stopped. Then OUT/cell.json, OUT/cell_blocking.png
+and OUT/cell_dropping.png (per hour, the learned policy against the best static rule and the
+per-hour rule, 95% intervals), the chosen policy in OUT/policy (checkpoints/paper_tandem's
+files), the tables, and the verdict of the issue's claim: learned blocking below the best
+static threshold rule's at dropping <= eps, with 95% intervals apart; and how it compares
+with the per-hour rule. A policy counts as meeting eps on the final evaluation when its
+dropping estimate is <= eps (each was chosen with its margin on its own seed); the one-sided
+bounds are reported too.
 
 Seeds: the learners simulate on their own seeds (0, 1, ...), rules are tuned on 777, learners
 calibrated and chosen on 555, everything evaluated on 20000. A part that fails or runs out of
@@ -99,7 +102,7 @@ def tune_guards(scenario: str, eps: float | None, arrivals: int, num_envs: int, 
                "deadline": deadline}
     guard = cb.tune_guard(spec, **options)
     t1 = time.time()
-    fractional = cb.tune_fractional_guard(spec, **options)
+    fractional = cb.tune_fractional_guard(spec, free=spec.cell.prbs - guard.rule.g, **options)
     return {"guard channel": tuned(guard, t1 - t0), "fractional guard channel": tuned(fractional, time.time() - t1)}
 
 
@@ -113,9 +116,10 @@ def tune_per_hour(scenario: str, eps: float | None, base: tuple[int, ...], arriv
 
 def learn(scenario: str, eps: float | None, seed: int, num_envs: int, updates_per_step: int, lr: float,
           hidden: tuple[int, ...], deadline: float, seconds: float | None, calibration_arrivals: int,
-          calibration_envs: int, folder: str) -> dict:
-    """Train until ``deadline`` (for ``seconds`` at most), calibrate on the validation seed,
-    save the policy section."""
+          calibration_envs: int, calibration_deadline: float, folder: str) -> dict:
+    """Train until ``deadline`` (for ``seconds`` at most), calibrate on the validation seed
+    (stopping by ``calibration_deadline`` with the best bias known to meet eps), save the
+    policy section."""
     spec, t0 = scenario_spec(scenario, eps), time.time()
     if seconds is not None:
         deadline = min(deadline, t0 + seconds)
@@ -126,7 +130,7 @@ def learn(scenario: str, eps: float | None, seed: int, num_envs: int, updates_pe
     t1 = time.time()
     section = trainer.policy_section()
     bias, m = calibrate_bias(section, spec, spec.eps, arrivals=calibration_arrivals, seed=VALIDATION_SEED,
-                             num_envs=calibration_envs, iterations=4)
+                             num_envs=calibration_envs, iterations=6, deadline=calibration_deadline)
     section["bias"] = bias
     section["calibration"] = {"target": spec.eps, "confidence": 0.95, "arrivals": m["arrivals"],
                               "violation": m["violation"], "violation_upper": m["violation_upper"],
@@ -158,6 +162,7 @@ class Job:
     fn: Callable
     kwargs: dict
     after: tuple[str, ...] = ()
+    partial: bool = False
 
 
 @dataclass
@@ -171,14 +176,17 @@ class Jobs:
     folder: Path
     jobs: dict[str, Job] = field(default_factory=dict)
 
-    def add(self, name: str, fn: Callable, after: tuple[str, ...] = (), **kwargs: Any) -> None:
-        self.jobs[name] = Job(fn, kwargs, after)
+    def add(self, name: str, fn: Callable, after: tuple[str, ...] = (), partial: bool = False,
+            **kwargs: Any) -> None:
+        """``after``: jobs whose results its ``Later`` arguments read (all must succeed, or with
+        ``partial`` at least one: those that failed are left out)."""
+        self.jobs[name] = Job(fn, kwargs, after, partial)
 
     def _arguments(self, job: Job, done: dict) -> dict:
         failed = [d for d in job.after if "error" in done[d]]
-        if failed:
+        if failed and (not job.partial or len(failed) == len(job.after)):
             raise RuntimeError(f"needs {', '.join(failed)}, which failed")
-        results = {d: done[d]["result"] for d in job.after}
+        results = {d: done[d]["result"] for d in job.after if d not in failed}
         return {k: v.make(results) if isinstance(v, Later) else v for k, v in job.kwargs.items()}
 
     def run(self, until: float, say: Callable[[str], None]) -> dict[str, dict]:
@@ -188,7 +196,7 @@ class Jobs:
         ctx = multiprocessing.get_context("spawn")
         while pending or running:
             for name in [n for n in pending if all(d in done for d in self.jobs[n].after)]:
-                if len(running) >= self.slots and self.slots > 1:
+                if (len(running) >= self.slots or time.time() > until) and self.slots > 1:
                     break
                 pending.remove(name)
                 job, t0 = self.jobs[name], time.time()
@@ -226,8 +234,9 @@ class Jobs:
                     done[name] = {"error": "out of time: stopped at the slot's deadline", "seconds": time.time() - t0}
                     say(f"stopped {name}: out of time")
                 running.clear()
-            if not running and pending and not any(all(d in done for d in self.jobs[n].after) for n in pending):
-                break  # cannot happen with acyclic dependencies; never spin
+            if not running and pending and (time.time() > until and self.slots > 1 or not any(
+                    all(d in done for d in self.jobs[n].after) for n in pending)):
+                break  # out of time (or, never with acyclic dependencies, nothing can start)
             if running:
                 time.sleep(0.2)
         for name in pending:
@@ -349,20 +358,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--scenario", default="cell_5g", help="a cell scenario (name or YAML)")
     p.add_argument("--eps", type=float, default=None, help="allowed dropping (default: the scenario's)")
-    p.add_argument("--minutes", type=float, default=8.0, help="wall time of the whole run")
+    p.add_argument("--minutes", type=float, default=7.5, help="wall time of the whole run")
     p.add_argument("--jobs", type=int, default=7, help="processes at once (1: all in this process, in turn)")
-    p.add_argument("--final-seconds", type=float, default=90.0,
-                   help="kept at the end of the slot for the final evaluation, the files and the tables")
+    p.add_argument("--final-seconds", type=float, default=80.0,
+                   help="kept at the end of the slot for the last evaluations, the files and the tables")
     p.add_argument("--calibration-seconds", type=float, default=110.0,
                    help="kept after training for each learner's calibration on the validation seed")
-    p.add_argument("--per-hour-seconds", type=float, default=150.0,
-                   help="kept at the end of stage 1 for tuning the per-hour rule (after the per-type one)")
+    p.add_argument("--per-hour-seconds", type=float, default=180.0,
+                   help="kept for tuning the per-hour rule (after the per-type one)")
     p.add_argument("--policy", type=Path, default=None, help="evaluate this policy.pt instead of training")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3], help="learners, one process each")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="learners, one process each")
     p.add_argument("--num-envs", type=int, default=512, help="instances per learner")
     p.add_argument("--updates-per-step", type=int, default=4, help="gradient steps per vector step")
     p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--hidden", type=int, nargs="+", default=[64, 64])
+    p.add_argument("--hidden", type=int, nargs="+", default=[128, 128])
     p.add_argument("--train-seconds", type=float, default=None,
                    help="train for this long at most (default: until the slot's training deadline)")
     p.add_argument("--calibration-arrivals", type=int, default=100_000, help="per evaluation of a calibration")
@@ -385,14 +394,14 @@ def main(argv: list[str] | None = None) -> dict:
     args = build_parser().parse_args(argv)
     if args.quick:
         args.jobs, args.seeds, args.num_envs, args.updates_per_step, args.hidden = 1, [0], 32, 1, [16, 16]
-        args.train_seconds, args.calibration_arrivals, args.calibration_envs = 1.0, 3000, 30
-        args.tune_arrivals, args.tune_envs, args.type_rounds = 3000, 30, 2
+        args.train_seconds, args.calibration_arrivals, args.calibration_envs = 1.0, 2000, 20
+        args.tune_arrivals, args.tune_envs, args.type_rounds = 2000, 20, 1
         args.eval_arrivals, args.eval_envs = 6000, 60
     os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"  # for the processes spawned
     torch.set_num_threads(1)
     t0 = time.time()
     end = t0 + 60 * args.minutes
-    stage1_end = end - args.final_seconds
+    deadline = end - args.final_seconds  # training, calibration and searches stop here
     t_start = time.perf_counter()
 
     def say(text: str) -> None:
@@ -407,45 +416,51 @@ def main(argv: list[str] | None = None) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     common = {"scenario": args.scenario, "eps": args.eps}
     tune = {**common, "arrivals": args.tune_arrivals, "num_envs": args.tune_envs}
+    final = {**common, "arrivals": args.eval_arrivals, "num_envs": args.eval_envs}
     periodic = spec.period is not None
-    stage1 = Jobs(args.jobs, work)
-    if args.policy is None:
-        for seed in args.seeds:
-            stage1.add(f"learner {seed}", learn, **common, seed=seed, num_envs=args.num_envs,
-                       updates_per_step=args.updates_per_step, lr=args.lr, hidden=tuple(args.hidden),
-                       deadline=stage1_end - args.calibration_seconds, seconds=args.train_seconds,
-                       calibration_arrivals=args.calibration_arrivals,
-                       calibration_envs=args.calibration_envs, folder=str(work))
-    stage1.add("thresholds", tune_thresholds, **tune, max_rounds=args.type_rounds,
-               deadline=stage1_end - (args.per_hour_seconds if periodic else 0.0))
-    stage1.add("guards", tune_guards, **tune, deadline=stage1_end)
+    jobs = Jobs(args.jobs, work)
+    learners = [f"learner {seed}" for seed in args.seeds] if args.policy is None else []
+    for name, seed in zip(learners, args.seeds, strict=False):
+        jobs.add(name, learn, **common, seed=seed, num_envs=args.num_envs, updates_per_step=args.updates_per_step,
+                 lr=args.lr, hidden=tuple(args.hidden), deadline=deadline - args.calibration_seconds,
+                 seconds=args.train_seconds, calibration_arrivals=args.calibration_arrivals,
+                 calibration_envs=args.calibration_envs, calibration_deadline=deadline, folder=str(work))
+    families = {"thresholds": ("PRB threshold", "per-type thresholds"),
+                "guards": ("guard channel", "fractional guard channel")}
+    jobs.add("thresholds", tune_thresholds, **tune, max_rounds=args.type_rounds,
+             deadline=deadline - (args.per_hour_seconds if periodic else 0.0))
+    jobs.add("guards", tune_guards, **tune, deadline=deadline)
     if periodic:
-        stage1.add("per-hour", tune_per_hour, after=("thresholds",), **common,
-                   base=Later(lambda r: r["thresholds"]["per-type thresholds"]["rule"].Ts),
-                   arrivals=2 * args.tune_arrivals, num_envs=args.tune_envs, deadline=stage1_end)
-    say(f"stage 1: {len(stage1.jobs)} jobs on {args.jobs} process(es) until {stage1_end - t0:.0f} s")
-    first = stage1.run(until=stage1_end + args.final_seconds / 3, say=say)
-    errors = {name: r["error"] for name, r in first.items() if "error" in r}
+        families["per-hour"] = (PER_HOUR,)
+        jobs.add("per-hour", tune_per_hour, after=("thresholds",), **common,
+                 base=Later(lambda r: r["thresholds"]["per-type thresholds"]["rule"].Ts),
+                 arrivals=2 * args.tune_arrivals, num_envs=args.tune_envs, deadline=deadline)
+    # each policy is evaluated as soon as it is tuned or chosen, in a free process (the learned
+    # one first when several are ready)
+    if args.policy is not None:
+        jobs.add(f"evaluate {LEARNED}", final_evaluation, **final, policy=str(args.policy))
+    else:
+        jobs.add(f"evaluate {LEARNED}", final_evaluation, after=tuple(learners), partial=True, **final,
+                 policy=Later(lambda r: choose(list(r.values()), spec.eps)["path"]))
+    jobs.add("evaluate accept-all", final_evaluation, **final, policy=cb.CellAcceptAll(cb.cell_layout(spec)))
+    for family, names in families.items():
+        for name in names:
+            jobs.add(f"evaluate {name}", final_evaluation, after=(family,), **final,
+                     policy=Later(lambda r, f=family, n=name: r[f][n]["rule"]))
+    say(f"{len(jobs.jobs)} jobs on {args.jobs} process(es); training, calibration and tuning stop at "
+        f"{deadline - t0:.0f} s, the run at {end - t0:.0f} s")
+    done = jobs.run(until=end - 10.0, say=say)
+    errors = {name: r["error"] for name, r in done.items() if "error" in r}
 
     rules: dict[str, dict] = {}
-    for name in ("thresholds", "guards", "per-hour"):
-        rules.update(first.get(name, {}).get("result", {}))
-    learners = [r["result"] for name, r in first.items() if name.startswith("learner") and "result" in r]
-    chosen = choose(learners, spec.eps)
-    policies: dict[str, Any] = {"accept-all": cb.CellAcceptAll(cb.cell_layout(spec))}
-    policies.update({name: rules[name]["rule"] for name in (*STATIC, PER_HOUR) if name in rules})
-    learned_path = str(args.policy) if args.policy is not None else (chosen["path"] if chosen else None)
-    if learned_path is not None:
-        policies[LEARNED] = learned_path
-    stage2 = Jobs(args.jobs, work)
-    for name, policy in policies.items():
-        stage2.add(name, final_evaluation, **common, policy=policy, arrivals=args.eval_arrivals,
-                   num_envs=args.eval_envs)
-    say(f"stage 2: {len(policies)} policies on the evaluation seed")
-    second = stage2.run(until=end - 10, say=say)
-    errors.update({f"evaluate {name}": r["error"] for name, r in second.items() if "error" in r})
-    rows = {name: r["result"] for name, r in second.items() if "result" in r}
+    for family in families:
+        rules.update(done[family].get("result", {}))
+    trained = [done[name]["result"] for name in learners if "result" in done[name]]
+    chosen = choose(trained, spec.eps) if args.policy is None else None
+    rows = {name: done[f"evaluate {name}"]["result"] for name in ("accept-all", *STATIC, PER_HOUR, LEARNED)
+            if "result" in done.get(f"evaluate {name}", {})}
     described = {"accept-all": "admit if it fits", **{n: r["describe"] for n, r in rules.items()}}
+    learned_path = str(args.policy) if args.policy is not None else (chosen["path"] if chosen else None)
     if learned_path is not None:
         described[LEARNED] = f"Q-network ({Path(learned_path).name})"
 
@@ -453,13 +468,13 @@ def main(argv: list[str] | None = None) -> dict:
               "types": [t.name for t in spec.cell.types],
               "seeds": {"tuning": TUNING_SEED, "validation": VALIDATION_SEED, "evaluation": EVALUATION_SEED},
               "rules": {n: {k: v for k, v in r.items() if k != "rule"} for n, r in rules.items()},
-              "learners": learners, "chosen": chosen and {k: chosen[k] for k in ("seed", "path", "validation")},
+              "learners": trained, "chosen": chosen and {k: chosen[k] for k in ("seed", "path", "validation")},
               "rows": rows, "described": described, "verdict": verdict(rows, spec.eps), "errors": errors,
               "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-              "stage_seconds": {n: r["seconds"] for n, r in {**first, **second}.items()}}
+              "job_seconds": {n: r["seconds"] for n, r in done.items()}}
     files = []
-    if rows and periodic:
-        shown = [n for n in (LEARNED, result["verdict"].get("best_static"), PER_HOUR) if n in rows]
+    shown = [n for n in (LEARNED, result["verdict"].get("best_static"), PER_HOUR) if n in rows]
+    if shown and periodic:
         for key in ("blocking", "dropping"):
             try:
                 files.append(str(plot(rows, shown, key, spec, out / f"cell_{key}.png")))
@@ -501,7 +516,8 @@ def export_chosen(chosen: dict, metrics: dict, spec: NetworkSpec, folder: Path, 
         return [str(p) for p in save_policy_folder(section, folder)]
     except Exception:  # noqa: BLE001 - policy.pt and metrics.json are written before the exports
         errors["export"] = traceback.format_exc()
-        return [str(folder / n) for n in ("policy.pt", "metrics.json") if (folder / n).exists()]
+        return [str(folder / n) for n in ("policy.pt", "metrics.json", "policy.pt2", "policy.onnx")
+                if (folder / n).exists()]
 
 
 if __name__ == "__main__":

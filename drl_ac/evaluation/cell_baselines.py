@@ -176,11 +176,14 @@ def tune_guard(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_
 
 
 def tune_fractional_guard(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_envs: int = 400,
-                          measure: str = "dropping", iterations: int = 6, **options) -> TuningResult:
-    """The integer guard first (``tune_guard``'s search), then bisection on the fraction of
-    the next PRB: the largest level in [C - g, C - g + 1) feasible with its margin."""
+                          measure: str = "dropping", iterations: int = 6, free: int | None = None,
+                          **options) -> TuningResult:
+    """The integer guard first (``tune_guard``'s search; ``free``: its C - g, already known),
+    then bisection on the fraction of the next PRB: the largest level in [C - g, C - g + 1)
+    feasible with its margin."""
     tuner, lay, C = _tuner(spec, arrivals, seed, num_envs, measure, **options), cell_layout(spec), spec.cell.prbs
-    free = _largest(lambda f: tuner.feasible(FractionalGuardChannel(lay, float(f), seed)), 0, C, tuner.expired)
+    if free is None:
+        free = _largest(lambda f: tuner.feasible(FractionalGuardChannel(lay, float(f), seed)), 0, C, tuner.expired)
     lo, hi = float(free), float(free + 1)
     if free < C:
         for _ in range(iterations):
@@ -222,8 +225,8 @@ def tune_type_thresholds(spec: NetworkSpec, start: int | None = None, arrivals: 
                     moves.add(tuple(trade))
         moves.discard(Ts)
         current = tuner(best)["blocking"]
-        options_ = [r for m in sorted(moves) if tuner.feasible(r := TypeThresholds(lay, m))
-                    and tuner(r)["blocking"] < current]
+        options_ = [r for m in sorted(moves) if not tuner.expired() and tuner.feasible(r := TypeThresholds(lay, m))
+                    and tuner(r)["blocking"] < current]  # past the deadline: the best move seen
         if options_:
             best = min(options_, key=lambda r: tuner(r)["blocking"])
             Ts = best.Ts
@@ -236,19 +239,20 @@ def tune_phase_thresholds(spec: NetworkSpec, base: tuple[int, ...], bins: int = 
                           seed: int = 777, num_envs: int = 400, measure: str = "dropping",
                           progress: Callable[[str], None] | None = None, deadline: float | None = None
                           ) -> TuningResult:
-    """Per-type thresholds re-tuned per phase bin: T[k][j] = clip(base[k] + shift[j], 0, C),
-    the largest shift per bin whose *bin's* dropping is <= eps with its margin (one-sided 95%
-    upper bound from ``dropping_by_phase_se``). One evaluation of a table judges every bin,
-    so the bins are bisected in parallel (about log2(2C) evaluations on common random
-    numbers). A per-bin constraint is stricter than the period's (the period's dropping is an
-    average of the bins'), so the tuned table meets the period's constraint too. Bins
-    interact a little (UEs admitted in one bin are dropped in the next); the final table is
-    evaluated once more and its metrics returned. The sample is fixed (no doubling):
-    ``arrivals`` should give every bin a few thousand decisions."""
+    """Per-type thresholds re-tuned per phase bin: T[k][j] = clip(base[k] + shift[j], 0, C).
+    First the shape: the largest shift per bin whose *bin's* dropping is <= eps with its
+    margin (one-sided 95% upper bound from ``dropping_by_phase_se``); one evaluation of a
+    table judges every bin, so the bins are bisected in parallel (about log2(2C) evaluations
+    on common random numbers, a fixed sample: ``arrivals`` should give every bin a few
+    thousand decisions). A per-bin constraint is stricter than the period's (the period's
+    dropping is an average of the bins'), and eps bounds the period's: so then every shift
+    is raised by the largest common amount whose table keeps the period's dropping <= eps
+    with its margin, like every other rule (the sample doubles up to 2x while undecided)."""
     if spec.period is None:
         raise ValueError("tune_phase_thresholds: the scenario has no periodic arrival profile. "
                          "Fix: use tune_type_thresholds.")
-    tuner = _tuner(spec, arrivals, seed, num_envs, measure, progress=progress, deadline=deadline)
+    tuner = _tuner(spec, arrivals, seed, num_envs, measure, progress=progress, deadline=deadline,
+                   max_arrivals=2 * arrivals, bins=bins)
     lay, C = cell_layout(spec), spec.cell.prbs
     base_ = np.asarray(base)
 
@@ -272,10 +276,8 @@ def tune_phase_thresholds(spec: NetworkSpec, base: tuple[int, ...], bins: int = 
         moving = hi - lo > 1
         lo = np.where(moving & ok, mid, lo)
         hi = np.where(moving & ~ok, mid, hi)
-    best = table(lo)
-    tuner.evaluate(best, arrivals)
-    tuner.decided[best.describe()] = (bool(feasible_bins(best).all()), tuner.cache[(best.describe(), arrivals)])
-    return tuner.result(best)
+    extra = _largest(lambda d: tuner.feasible(table(lo + d)), 0, C, tuner.expired)
+    return tuner.result(table(lo + extra))
 
 
 def tuned_cell_rules(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_envs: int = 400,
@@ -286,10 +288,10 @@ def tuned_cell_rules(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777
     run = {"arrivals": arrivals, "seed": seed, "num_envs": num_envs, "measure": measure, "progress": progress}
     lay = cell_layout(spec)
     accept = _tuner(spec, arrivals, seed, num_envs, measure, progress=progress).result(CellAcceptAll(lay))
-    prb = tune_prb_threshold(spec, **run)
+    prb, guard = tune_prb_threshold(spec, **run), tune_guard(spec, **run)
     out = {"accept-all": accept, "PRB threshold": prb,
-           "per-type thresholds": tune_type_thresholds(spec, prb.rule.T, **run),
-           "guard channel": tune_guard(spec, **run), "fractional guard channel": tune_fractional_guard(spec, **run)}
+           "per-type thresholds": tune_type_thresholds(spec, prb.rule.T, **run), "guard channel": guard,
+           "fractional guard channel": tune_fractional_guard(spec, free=spec.cell.prbs - guard.rule.g, **run)}
     if spec.period is not None:
         out["per-type thresholds per phase"] = tune_phase_thresholds(
             spec, out["per-type thresholds"].rule.Ts, bins, 4 * arrivals, seed, num_envs, measure, progress)

@@ -81,3 +81,30 @@ def cell_chain(cell) -> CellChain:
                 else:
                     trans.append((i, index[gone], n * rate, 1.0))  # the grown UE is dropped
     return CellChain(states, slots, lam, to, trans, streams)
+
+
+def chain_observations(chain: CellChain, cell, layout) -> np.ndarray:
+    """What a controller observes (``envs.observation.CellLayout``, no period) when a request
+    of each stream arrives in each state: (S, K, width), so a learned policy can be read as
+    the chain's admission table (``evaluate_admission_policy``) and judged exactly."""
+    if layout.phase is not None:
+        raise ValueError("chain_observations: a chain has no time of day; the layout observes a period")
+    table = cell.demand_table()
+    T = len(cell.types)
+    bands = np.zeros(16, np.int64)
+    for edge in cell.cqi_bands:
+        bands[edge:] += 1
+    nb = len(cell.cqi_bands) + 1
+    width = layout.demand + 1 + (T * nb if layout.bands is not None else 0)
+    obs = np.zeros((len(chain.states), len(chain.streams), width), np.float32)
+    for i, state in enumerate(chain.states):
+        for (k, c), n in zip(chain.slots, state, strict=True):
+            obs[i, :, layout.ues.start + k] += n
+            obs[i, :, layout.used] += n * table[k, c]
+            if layout.bands is not None:
+                obs[i, :, layout.bands.start + k * nb + bands[c]] += n
+        for j, (k, c) in enumerate(chain.streams):
+            if layout.onehot is not None:
+                obs[i, j, layout.onehot.start + k] = 1.0
+            obs[i, j, layout.demand] = table[k, c]
+    return obs

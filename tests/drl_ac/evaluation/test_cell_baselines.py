@@ -126,3 +126,23 @@ def test_a_search_past_its_deadline_returns_the_best_found_and_says_so():
     cut = tune_prb_threshold(spec, arrivals=5000, num_envs=50, deadline=time.time() - 1)
     assert done.complete and not cut.complete
     assert cut.rule.T == 0 < done.rule.T  # only the search's first feasible point: admit nothing
+
+
+def test_per_hour_table_meets_the_period_constraint_and_uses_its_slack():
+    """Per-bin shapes first (each bin <= eps), then one common raise while the period's
+    dropping stays <= eps with its margin: the table is feasible for the period, and one PRB
+    more everywhere was tried and is not."""
+    from drl_ac.evaluation.cell_baselines import tune_phase_thresholds
+    from envs import NetworkSpec
+
+    spec = NetworkSpec.from_dict({"name": "day", "eps": 0.02, "cell": {"prbs": 8, "drop": "grown", "types": [
+        {"name": "data", "arrival": {"dist": "poisson", "profile": {"period": 40.0, "table": [1.0, 5.0, 2.0, 0.5]}},
+         "session": {"dist": "exponential", "mean": 1.0}, "gbr": 0.4,
+         "cqi": {"up": 1.0, "down": 1.0, "range": [7, 9], "init": [0] * 6 + [0.3, 0.4, 0.3] + [0] * 6}}]}})
+    tuned = tune_phase_thresholds(spec, (6,), bins=4, arrivals=8000, num_envs=80)
+    assert tuned.complete and tuned.metrics["dropping_upper"] <= spec.eps
+    table = tuned.rule.table[0]
+    assert min(table) < 8  # control where it is needed
+    higher = "PRBs < per type and phase bin [" + " ".join(str(min(t + 1, 8)) for t in table) + "]"
+    tried = [row for row in tuned.trace if row[0] == higher]
+    assert tried and tried[-1][2] > spec.eps - 0.01

@@ -234,3 +234,30 @@ def test_lp_two_types_admit_all_is_kaufman_roberts():
     sol = admission_lp(rates, to, moves, eps=0.0)
     assert sol.admit.shape == rates.shape
     assert sol.blocking <= full.blocking + 1e-9
+
+
+def test_chain_observations_are_what_the_controller_sees():
+    """Every decision of a simulated two-type cell with CQI bands: the observation equals the
+    one chain_observations gives for the chain state and stream the engine is in."""
+    from drl_ac.theory.cell_ctmc import cell_chain, chain_observations
+    from envs import Driver, NetworkSpec
+
+    spec = NetworkSpec.from_dict({"name": "two", "eps": 0.05, "cell": {"prbs": 6, "drop": "grown", "cqi_bands": [9],
+                                  "types": [
+        {"name": "ue", "arrival": {"dist": "poisson", "rate": 3.0}, "session": {"dist": "exponential", "mean": 1.0},
+         "gbr": 0.4, "cqi": {"up": 1.0, "down": 1.0, "range": [8, 9], "init": [0] * 7 + [0.5, 0.5] + [0] * 6}},
+        {"name": "voice", "arrival": {"dist": "poisson", "rate": 2.0}, "session": {"dist": "exponential", "mean": 1.0},
+         "prbs": 1, "cqi": {"init": 9, "range": [9, 9]}}]}})
+    chain = cell_chain(spec.cell)
+    driver = Driver(spec, 16, seed=1)
+    table = chain_observations(chain, spec.cell, driver.encoding.cell_layout())
+    index = {s: i for i, s in enumerate(chain.states)}
+    eng, obs, rng = driver.engine, driver.observe(), np.random.default_rng(0)
+    for _ in range(200):
+        st, every = eng.state, np.arange(16)
+        for b in every:
+            live = st.cell_job[b] >= 0
+            counts = tuple(int((live & (st.cell_type[b] == k) & (st.cell_cqi[b] == c)).sum()) for k, c in chain.slots)
+            stream = chain.streams.index((int(eng.jobs.job_class[b, eng.slot[b]]), int(eng.jobs.cqi0[b, eng.slot[b]])))
+            np.testing.assert_array_equal(obs[b], table[index[counts], stream])
+        obs, _ = driver.step((rng.random(16) < 0.7).astype(np.int64))

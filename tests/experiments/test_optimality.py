@@ -1,0 +1,27 @@
+"""experiments/optimality.py's cell_small row: the LP optimum of the chain, the learned policy
+read as an admission table on the chain's states and solved exactly, and its simulation on fresh
+seeds, which must agree with the exact numbers (the table is what the simulated policy does)."""
+
+import pytest
+
+
+def test_cell_small_row_is_exact_and_agrees_with_simulation(experiment, tmp_path):
+    optimality = experiment("optimality")
+    (row,) = optimality.main(["--scenarios", "cell_small", "--steps", "60000", "--cell-envs", "128",
+                              "--arrivals", "100000", "--json", str(tmp_path / "rows.json")])
+    assert row["optimum"]["blocking"] == pytest.approx(0.3443, abs=5e-5) and row["states"] == 16
+    assert row["optimum"]["dropping"] == pytest.approx(0.05)
+    exact, sim = row["learned_exact"], row["learned"]
+    for key in ("blocking", "dropping"):  # within 4.5 standard errors (95% interval / 1.96 * 4.5)
+        lo, hi = sim[f"{key}_ci"]
+        assert abs(sim[key] - exact[key]) < 4.5 / 1.96 * (hi - lo) / 2, (key, sim, exact)
+    assert row["gap_to_optimum"] == pytest.approx(exact["blocking"] - row["optimum"]["blocking"])
+    assert row["passes"] == (exact["dropping"] <= 0.052 and row["gap_to_optimum"] <= 0.005)
+    assert (tmp_path / "rows.json").stat().st_size > 100
+
+
+@pytest.mark.slow
+def test_learned_cell_small_is_within_0005_of_the_lp_optimum(experiment):
+    """Issue 9's check: 2M decisions (about a minute here)."""
+    (row,) = experiment("optimality").main(["--scenarios", "cell_small", "--steps", "2000000"])
+    assert row["passes"], row
