@@ -258,6 +258,11 @@ def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: i
 
 
 def format_metrics(m: dict) -> str:
+    if "blocking" in m:  # a cell: its violation is its dropping, its acceptance 1 - blocking
+        (blo, bhi), (dlo, dhi) = m["blocking_ci"], m["dropping_ci"]
+        return (f"blocking {m['blocking']:.4f} [{blo:.4f}, {bhi:.4f}]  dropping {m['dropping']:.4f} [{dlo:.4f}, "
+                f"{dhi:.4f}] (95% bound {m['dropping_upper']:.4f})  handover dropping {m['handover_dropping']:.4f}  "
+                f"({m['new_ues']} new UEs on {m['instances']} instances)")
     lo, hi = m["violation_ci"]
     return (f"violation {m['violation']:.4f} [{lo:.4f}, {hi:.4f}]  acceptance {m['acceptance']:.4f}  "
             f"throughput {m['throughput']:.4f}  objective {m['objective']:.4f}  "

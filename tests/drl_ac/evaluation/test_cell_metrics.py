@@ -7,7 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from drl_ac.evaluation.metrics import cell_summary, evaluate, phase_offsets, ratio_estimate
+from drl_ac.evaluation.metrics import (
+    cell_summary,
+    evaluate,
+    format_metrics,
+    phase_offsets,
+    ratio_estimate,
+)
 from envs import NetworkSpec, Outcomes
 from envs.rollout import accept_all
 
@@ -97,3 +103,4 @@ def test_rows_per_phase_bin_follow_the_rate_profile(bins):
     assert min(m["new_ues_by_phase"]) > 0
     assert m["blocking_by_phase"][3 * bins // 4] > m["blocking_by_phase"][bins // 2]  # busy bin blocks more
     assert not math.isnan(m["carried_load"]) and len(m["carried_load_by_phase"]) == bins
+    assert format_metrics(m).startswith(f"blocking {m['blocking']:.4f} [")  # what train.py prints for a cell
