@@ -158,7 +158,8 @@ def policy_encoding(section: dict) -> ObservationEncoding:
 
 class LoadedPolicy:
     """Greedy policy from a file: ``policy(obs)`` maps (B, D) observations (laid out by
-    ``encoding``) to (B,) actions in ``range(num_actions)``."""
+    ``encoding``) to (B,) actions in ``range(num_actions)``. The section's ``bias`` (and, for
+    control, ``default_action``) shape the greedy rule (``drl_ac.learning.qnet.greedy``)."""
 
     def __init__(self, section: dict):
         self.metadata = {k: v for k, v in section.items() if k != "state_dict"}
@@ -166,7 +167,8 @@ class LoadedPolicy:
         self.num_actions = int(section.get("num_actions", 2))
         self.encoding = policy_encoding(section)
         self.bias = float(section.get("bias", 0.0))
-        self.module = GreedyPolicy(build_qnet(section), self.bias, bool(section.get("admission", True)))
+        self.default = int(section.get("default_action", -1))  # control: see drl_ac.learning.qnet.greedy
+        self.module = GreedyPolicy(build_qnet(section), self.bias, bool(section.get("admission", True)), self.default)
 
     @torch.no_grad()
     def __call__(self, obs: np.ndarray) -> np.ndarray:

@@ -17,12 +17,15 @@ At each load, on the scenario with its arrival rate changed:
   (iii) threshold: the rule's pool, then reroute or replicate after tau in service, the
         policy and tau chosen on a grid by the mean response time on common random numbers
         (one seed for every candidate), then evaluated afresh;
-  (iv)  learned: a differential Q-learner (experiments' Trainer, holding cost) on the scenario's
-        actions (first pool x {none, reroute, replicate} at a few tau); its greedy policy is
-        kept at --snapshots points of the run and the best on the tuning seed is evaluated
-        (the learner's counterpart of tuning tau: a run can end in a worse policy).
+  (iv)  learned: differential Q-learners (Trainer, holding cost, one per --seeds) on the
+        scenario's actions (first pool x {none, reroute, replicate} at a few tau); the greedy
+        policy of each at --snapshots points of its run, each also guarded by the best constant
+        action on the tuning seed (drl_ac.evaluation.selection), the candidate with the lowest
+        mean response on a validation seed (the learner's counterpart of tuning tau).
 All four are evaluated by drl_ac.evaluation.metrics.evaluate on the same fresh arrivals (one
-seed): mean response time with its 95% interval over instances. A policy is reported unstable,
+evaluation seed): mean response time with its 95% interval over instances, and the learned
+policy against each rule by the paired difference on those arrivals (metrics.paired_difference),
+which decides the claim. A policy is reported unstable,
 not simulated, when the rate is at or above its exact formula bound (none, reroute, full
 replication); and, whatever it is, when its job table outgrows --max-jobs (CapacityError) or
 the number in system still grows over the evaluation window (second half above the first by
@@ -32,7 +35,6 @@ more than 3 standard errors and 5%: unstable, or a warm-up too short to tell).
 from __future__ import annotations
 
 import argparse
-import copy
 import importlib.util
 import json
 import math
@@ -45,9 +47,16 @@ import numpy as np
 import torch
 import yaml
 
-from drl_ac.checkpoint import LoadedPolicy
-from drl_ac.evaluation.metrics import evaluate
-from drl_ac.learning.trainer import TrainConfig, Trainer
+from drl_ac.evaluation.metrics import evaluate, paired_difference
+from drl_ac.evaluation.selection import (
+    ConstantAction,
+    choose,
+    deviation,
+    guarded,
+    train_snapshots,
+    visited_states,
+)
+from drl_ac.learning.trainer import TrainConfig
 from drl_ac.theory.pools import PoolsModel, PoolsPolicy, best_tau, stability_bound
 from envs import NetworkSpec
 from envs.engine import CapacityError
@@ -55,6 +64,7 @@ from envs.spec import SCENARIO_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = "pools"
+TUNING, VALIDATION, EVALUATION = 777, 555, 10_000
 
 
 def _pools_module():
@@ -99,10 +109,6 @@ def fixed(kind: str, tau: float = math.inf) -> tuple[str, list[dict], str | None
     return f"{kind} tau {tau:g}", [{"pool": "auto", "policy": kind, "tau": float(tau)}], None
 
 
-def first_action(obs: np.ndarray) -> np.ndarray:
-    return np.zeros(obs.shape[0], np.int64)
-
-
 class Tracked:
     """A policy that records the number in system (jobs waiting + busy servers of both pools)
     it sees at each decision, to tell a drifting system from a stationary one."""
@@ -134,6 +140,8 @@ def run(policy, spec: NetworkSpec, opts: dict) -> dict:
     out = {"mean_response": m["mean_delay"], "ci": m["mean_delay_ci"], "arrivals": m["arrivals"],
            "warmup_steps": m["warmup_steps"], "in_system": float(window.mean()), "growth": growth,
            "growth_z": float(diff.mean() / se) if se > 0 else 0.0}
+    if "per_instance" in m:
+        out["per_instance"] = m["per_instance"]
     if out["growth_z"] > 3 and growth > 0.05:
         out["unstable"] = (f"number in system grows over the window (+{growth:.0%}, z {out['growth_z']:.1f}): "
                            "unstable or not warmed up")
@@ -176,9 +184,10 @@ def compare(load: float, bnd: dict, args) -> tuple[list[dict], list[dict]]:
     rate = load * bnd["threshold"]["bound"]
     model, size = model_of(scenario_at(rate)), scenario_at(rate).pools.size
     warmup = int(args.warmup * 0.5 / (1.0 - load))
-    evaluation = {"arrivals": args.arrivals, "seed": args.seed + 10_000, "num_envs": args.num_envs,
-                  "warmup": warmup, "max_jobs": args.max_jobs}
-    tuning = {**evaluation, "arrivals": args.tune_arrivals, "seed": args.seed + 777}
+    evaluation = {"arrivals": args.arrivals, "seed": args.seed + EVALUATION, "num_envs": args.num_envs,
+                  "warmup": warmup, "max_jobs": args.max_jobs, "per_instance": True}
+    tuning = {**evaluation, "arrivals": args.tune_arrivals, "seed": args.seed + TUNING, "per_instance": False}
+    validation = {**tuning, "seed": args.seed + VALIDATION}
     rows, grid = [], []
 
     def fixed_row(kind: str, tau: float, opts: dict, bound: float | None) -> dict:
@@ -186,7 +195,7 @@ def compare(load: float, bnd: dict, args) -> tuple[list[dict], list[dict]]:
         if bound is not None and rate >= bound:
             return {"policy": label, "mean_response": math.inf, "ci": None,
                     "unstable": f"rate {rate:.4g} >= formula bound {bound:.4g} (exact)"}
-        return {"policy": label, **run(first_action, scenario_at(rate, actions, timer), opts)}
+        return {"policy": label, **run(ConstantAction(0), scenario_at(rate, actions, timer), opts)}
 
     rows.append(fixed_row("none", math.inf, evaluation, bnd["none"]["bound"]))
     rows.append(fixed_row("full replication", 0.0, evaluation, bnd["full replication"]["bound"]))
@@ -206,29 +215,31 @@ def compare(load: float, bnd: dict, args) -> tuple[list[dict], list[dict]]:
         rows.append({"policy": "threshold (tuned)", "mean_response": math.inf, "ci": None, "tuned": True,
                      "unstable": "every tau on the grid"})
     t0 = time.perf_counter()
-    torch.manual_seed(args.seed)
     spec = scenario_at(rate)
-    trainer = Trainer(TrainConfig(scenario=BASE, steps=args.steps, num_envs=args.train_envs, seed=args.seed,
-                                  exploration_start=args.exploration_start, reset_backlog=args.reset_backlog),
-                      spec=spec)
-    snapshots = []  # the greedy policy at a few points of the run, chosen on the tuning seed like tau
-    for k in range(1, args.snapshots + 1):
-        trainer.train(until=args.steps * k // args.snapshots)
-        snapshots.append((trainer.decisions, copy.deepcopy(trainer.policy_section())))
-    picks = []
-    for decisions, section in snapshots:
-        r = run(LoadedPolicy(section), spec, tuning)
-        picks.append({"decisions": decisions, **r})
-        print(f"  load {load:g} tune learned after {decisions} decisions: {_fmt(r)}", file=sys.stderr, flush=True)
-    ok = [i for i, r in enumerate(picks) if "unstable" not in r]
-    chosen = min(ok, key=lambda i: picks[i]["mean_response"]) if ok else len(picks) - 1
-    learned = LoadedPolicy(snapshots[chosen][1])
-    row = {"policy": f"learned ({snapshots[chosen][0]} decisions)", **run(learned, spec, evaluation),
-           "train_seconds": time.perf_counter() - t0, "actions": list(spec.actions), "snapshots": picks,
-           "learned": True}
+    constant = {a: run(ConstantAction(a), spec, tuning) for a in range(spec.num_actions)}
+    stable = [a for a, r in constant.items() if "unstable" not in r] or list(constant)
+    default = min(stable, key=lambda a: constant[a]["mean_response"])
+    configs = [TrainConfig(scenario=BASE, steps=args.steps, num_envs=args.train_envs, seed=seed,
+                           exploration_start=args.exploration_start, reset_backlog=args.reset_backlog,
+                           updates_per_step=args.updates_per_step) for seed in args.seeds]
+    say = lambda text: print(f"  load {load:g} {text}", file=sys.stderr, flush=True)  # noqa: E731
+    snapshots = train_snapshots(spec, configs, args.snapshots, say)
+    states = visited_states(spec, ConstantAction(default), snapshots[0].section, args.seed + VALIDATION,
+                            warmup=warmup)
+    candidates = [g for c in snapshots for g in (c, *guarded(c, default, states, args.quantiles))]
+    chosen, picks = choose(candidates, lambda policy: run(policy, spec, validation))
+    say(f"chose {chosen.label} among {len(candidates)}")
+    learned = chosen.policy()
+    row = {"policy": f"learned ({chosen.label})", **run(learned, spec, evaluation),
+           "train_seconds": time.perf_counter() - t0, "actions": list(spec.actions), "learned": True,
+           "default": spec.actions[default], "deviation_from_default": deviation(learned, default, states),
+           "validation": [{k: v for k, v in r.items() if k != "per_instance"} for r in picks]}
     row["action_share"] = _action_share(learned, spec, evaluation)
+    if "unstable" not in row:
+        row["versus"] = {r["policy"]: paired_difference(row, r) for r in rows if "per_instance" in r}
     rows.append(row)
     for r in rows:
+        r.pop("per_instance", None)
         r.update({"load": load, "rate": rate})
     return rows, grid
 
@@ -253,8 +264,9 @@ def _fmt(r: dict) -> str:
 
 
 def verdict(rows: list[dict]) -> dict:
-    """The claim: learned no worse than the tuned threshold (its mean not above the interval's
-    top) at every load, strictly better (intervals apart) at one at least."""
+    """The claim: learned no worse than the tuned threshold at every load (the paired interval
+    of learned - threshold reaches 0 or below, or the threshold is unstable), strictly better at
+    one at least (that interval below 0, or the threshold unstable and the learner not)."""
     per = {}
     for load in sorted({r["load"] for r in rows}):
         learned = next(r for r in rows if r["load"] == load and r.get("learned"))
@@ -264,8 +276,8 @@ def verdict(rows: list[dict]) -> dict:
         elif "unstable" in tuned:
             per[load] = {"no_worse": True, "better": True}
         else:
-            per[load] = {"no_worse": learned["mean_response"] <= tuned["ci"][1],
-                         "better": learned["ci"][1] < tuned["ci"][0]}
+            d = learned["versus"][tuned["policy"]]
+            per[load] = {"versus_threshold": d, "no_worse": d["ci"][0] <= 0, "better": d["ci"][1] < 0}
     return {"per_load": per, "holds": all(v["no_worse"] for v in per.values())
             and any(v["better"] for v in per.values())}
 
@@ -280,8 +292,11 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--exploration-start", type=float, default=0.1)
     p.add_argument("--reset-backlog", type=int, default=50,
                    help="a training instance holding more jobs restarts empty (0: never)")
-    p.add_argument("--snapshots", type=int, default=4,
-                   help="greedy policies kept during training; the best on the tuning seed is evaluated")
+    p.add_argument("--snapshots", type=int, default=4, help="greedy policies kept per learner")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="learner seeds")
+    p.add_argument("--updates-per-step", type=int, default=4, help="gradient steps per vector step")
+    p.add_argument("--quantiles", type=float, nargs="*", default=[0.5, 0.9],
+                   help="guard biases: quantiles of the positive advantages over the best constant action")
     p.add_argument("--arrivals", type=int, default=100_000, help="evaluation arrivals per policy")
     p.add_argument("--tune-arrivals", type=int, default=20_000, help="arrivals per grid point")
     p.add_argument("--num-envs", type=int, default=200, help="evaluation instances")
@@ -301,6 +316,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.quick:
         args.loads, args.taus, args.replicate_taus = [0.5], [0.0, 8.0], []
         args.steps, args.train_envs, args.arrivals, args.tune_arrivals, args.snapshots = 20_000, 64, 4000, 2000, 2
+        args.seeds = [0]
         args.num_envs, args.warmup, args.iterations, args.horizon, args.bisect_instances = 20, 100, 2, 100.0, 16
     torch.set_num_threads(1)
     t0 = time.perf_counter()
@@ -323,9 +339,12 @@ def main(argv: list[str] | None = None) -> dict:
     args.out.write_text(json.dumps(out, indent=1, default=float) + "\n")
     print(f"base: {bnd['threshold']['policy']} at tau {bnd['threshold']['tau']:.3g}, lambda "
           f"{bnd['threshold']['bound']:.4f} ({bnd['threshold']['source']})")
-    print("| load | rate | policy | mean response [95% CI] |\n|---|---|---|---|")
+    print("| load | rate | policy | mean response [95% CI] | learned - this, paired [95% CI] |\n|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['load']:g} | {r['rate']:.3f} | {r['policy']} | {_fmt(r)} |")
+        learned = next(x for x in rows if x["load"] == r["load"] and x.get("learned"))
+        d = learned.get("versus", {}).get(r["policy"])
+        paired = "" if d is None else f"{d['difference']:+.3f} [{d['ci'][0]:+.3f}, {d['ci'][1]:+.3f}]"
+        print(f"| {r['load']:g} | {r['rate']:.3f} | {r['policy']} | {_fmt(r)} | {paired} |")
     print(f"claim (learned no worse than tuned threshold at every load, better at one): {out['verdict']}")
     return out
 

@@ -47,11 +47,12 @@ def ratio_estimate(num: np.ndarray, den: np.ndarray, ordered: bool = False) -> t
     return p, math.sqrt(k / max(k - 1, 1) * float((resid**2).sum())) / total
 
 
-def summarize(done: Outcomes, num_envs: int, ordered: bool = False) -> dict:
+def summarize(done: Outcomes, num_envs: int, ordered: bool = False, per_instance: bool = False) -> dict:
     """The paper's metrics from a window of outcomes (one row per decision), each with a
     95% interval over instances (``NAME_ci``; ``ordered``: see ``ratio_estimate``); the
     violation also with its standard error. Only decisions count (a cell's handover sessions
-    are not)."""
+    are not). ``per_instance``: also ``per_instance`` = {"delay": summed delays of accepted
+    jobs, "accepted": their number}, arrays (B,), for ``paired_difference``."""
     done = done.decisions()
     met, acc = done.success, done.accepted
 
@@ -69,9 +70,34 @@ def summarize(done: Outcomes, num_envs: int, ordered: bool = False) -> dict:
     delay = np.where(acc, done.delay, 0.0)
     p, se = ratio_estimate(per_env(delay), per_env(acc), ordered)
     out["mean_delay"], out["mean_delay_ci"] = p, [p - Z95 * se, p + Z95 * se]
+    if per_instance:
+        out["per_instance"] = {"delay": per_env(delay), "accepted": per_env(acc)}
     out["arrivals"] = int(len(done))
     out["instances"] = int(num_envs)
     return out
+
+
+def paired_difference(a: dict, b: dict) -> dict:
+    """Mean delay of ``a`` minus that of ``b``, two ``evaluate(..., per_instance=True)`` runs on
+    the same seed and sizes, with its standard error and 95% interval over instance pairs.
+
+    Instance b of both runs sees the same arrivals (common random numbers), so the pair's
+    difference cancels most of what makes one instance slower than another: the interval is
+    far narrower than the two separate ones, and it is the right test of "a is better than
+    b" (the separate intervals overlapping says little). The delta method of
+    ``ratio_estimate`` applied to the difference of the two ratios: residual
+    (num - r den) / mean(den) per run, differenced per instance."""
+    pa, pb = a["per_instance"], b["per_instance"]
+    if pa["delay"].shape != pb["delay"].shape:
+        raise ValueError(f"paired_difference: the runs have {pa['delay'].size} and {pb['delay'].size} instances. "
+                         "Fix: evaluate both with the same seed, arrivals and num_envs.")
+    ra, rb = pa["delay"].sum() / pa["accepted"].sum(), pb["delay"].sum() / pb["accepted"].sum()
+    z = (pa["delay"] - ra * pa["accepted"]) / pa["accepted"].mean() - (pb["delay"] - rb * pb["accepted"]) / \
+        pb["accepted"].mean()
+    k = z.size
+    se = math.sqrt(float((z**2).sum()) / max(k - 1, 1) / k)
+    diff = float(ra - rb)
+    return {"difference": diff, "se": se, "ci": [diff - Z95 * se, diff + Z95 * se]}
 
 
 def _estimate(out: dict, name: str, num: np.ndarray, den: np.ndarray, se: bool = False,
@@ -199,12 +225,13 @@ def engine_options(spec: NetworkSpec, max_jobs: int | None = None) -> dict:
 
 def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: int = 10_000,
              num_envs: int = 500, warmup: int | float | str = "auto", bins: int = 24,
-             max_jobs: int | None = None) -> dict:
+             max_jobs: int | None = None, per_instance: bool = False) -> dict:
     """Run ``policy`` greedily on about ``arrivals`` decisions after a warm-up per instance
     (``"auto"``: until the number in system stops drifting, see ``envs.rollout.warm_up``; a
     number: that many steps). A cell's measures are added (``cell_summary``). ``max_jobs``: the
     engine's bound on the job table per instance (its default if None); a smaller one makes an
-    unstable policy fail early with ``envs.engine.CapacityError``.
+    unstable policy fail early with ``envs.engine.CapacityError``. ``per_instance``: keep the
+    per-instance sums of ``paired_difference`` (arrays, under ``per_instance``).
 
     A cell is run without probes (``Engine``'s ``probes``): its measures never read whether a
     blocked UE would have finished, so its ``objective`` is NaN (``blocking`` says it all).
@@ -237,7 +264,7 @@ def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: i
         length = quantum * max(1, math.ceil(arrivals / (num_envs * spec.arrival_rate) / quantum))
         sample = _prbs_in_use if spec.cell is not None else None
         done, occupancy, entered = collect_time(driver, policy, start + wait, start + wait + length, sample)
-        out = {**summarize(done, num_envs, ordered=True), "warmup_steps": entered, "warmup_time": wait,
+        out = {**summarize(done, num_envs, True, per_instance), "warmup_steps": entered, "warmup_time": wait,
                "window_time": length}
     else:
         driver = Driver(spec, num_envs, seed=seed, encoding=encoding, **options)
@@ -245,7 +272,7 @@ def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: i
         warmup_steps = warm_up(driver, policy) if warmup == "auto" else int(warmup)
         done, seen = collect(driver, policy, steps, 0 if warmup == "auto" else warmup_steps,
                              record_obs=spec.cell is not None)
-        out = {**summarize(done, num_envs), "warmup_steps": warmup_steps}
+        out = {**summarize(done, num_envs, per_instance=per_instance), "warmup_steps": warmup_steps}
         occupancy = None
         if spec.cell is not None:  # PRBs in use at every decision of the window
             used = driver.encoding.cell_layout().prbs_in_use(seen.reshape(-1, seen.shape[-1]))

@@ -29,28 +29,39 @@ class QNetwork(nn.Module):
         return self.body(torch.log1p(obs / self.scale))
 
 
-def greedy(q: torch.Tensor, admission: bool, bias: torch.Tensor | float = 0.0) -> torch.Tensor:
-    """Greedy actions from Q-values (B, K).
+def greedy(q: torch.Tensor, admission: bool, bias: torch.Tensor | float = 0.0,
+           default: torch.Tensor | int | None = None) -> torch.Tensor:
+    """Greedy actions from Q-values (B, K): the best action other than a default, taken where
+    its advantage over the default is >= ``bias``, else the default.
 
-    Admission (action 0 rejects): the best admitting action if its advantage over
-    rejecting is >= ``bias``, else 0; bias 0 is the greedy policy, and a calibrated bias
-    moves the operating point along the learned ranking of states. Control: argmax.
+    Admission: the default is 0 (reject) and the best is the best admitting action; bias 0
+    is the greedy policy, and a calibrated bias moves the operating point along the learned
+    ranking of states. Control: argmax, or with a ``default`` (e.g. the tuned rule's
+    action, ``-1`` = none) the argmax only where it beats the default by ``bias`` (a guard:
+    with bias > 0 the policy leaves a rule that is known to be good only where the network
+    is confident; ``drl_ac.evaluation.selection`` chooses the bias on a validation seed).
     """
-    if not admission:
-        return q.argmax(1)
-    best = q[:, 1:].argmax(1) + 1
-    advantage = q.gather(1, best[:, None]).squeeze(1) - q[:, 0]
-    return torch.where(advantage >= bias, best, torch.zeros_like(best))
+    if admission:
+        best = q[:, 1:].argmax(1) + 1
+        fallback = torch.zeros_like(best)
+    else:
+        best = q.argmax(1)
+        if default is None:
+            return best
+        fallback = torch.as_tensor(default, device=q.device).expand_as(best)
+    advantage = q.gather(1, best[:, None]).squeeze(1) - q.gather(1, fallback.clamp(min=0)[:, None]).squeeze(1)
+    return torch.where((advantage >= bias) | (fallback < 0), best, fallback)
 
 
 class GreedyPolicy(nn.Module):
     """What is exported: observation batch (B, D) float32 -> actions (B,) int64."""
 
-    def __init__(self, qnet: QNetwork, bias: float = 0.0, admission: bool = True):
+    def __init__(self, qnet: QNetwork, bias: float = 0.0, admission: bool = True, default: int = -1):
         super().__init__()
         self.qnet = qnet
         self.admission = admission
         self.register_buffer("bias", torch.tensor(float(bias)))
+        self.register_buffer("default", torch.tensor(int(default)))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return greedy(self.qnet(obs), self.admission, self.bias)
+        return greedy(self.qnet(obs), self.admission, self.bias, None if self.admission else self.default)

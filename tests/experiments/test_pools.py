@@ -32,3 +32,10 @@ def test_control_comparison_runs_and_reports_every_policy(experiment, tmp_path):
     tuned = rows[2]
     assert tuned["tuned"] and "unstable" not in tuned
     assert set(out["verdict"]["per_load"]) == {0.5}
+    learned = rows[3]
+    assert learned["default"] in learned["actions"] and 0 <= learned["deviation_from_default"] <= 1
+    for r in rows[:3]:  # paired on the evaluation seed's arrivals
+        if "unstable" not in r and "unstable" not in learned:
+            d = learned["versus"][r["policy"]]
+            assert abs(d["difference"] - (learned["mean_response"] - r["mean_response"])) < 1e-9
+            assert d["ci"][0] <= d["difference"] <= d["ci"][1]

@@ -1,0 +1,49 @@
+"""The greedy rule: admission bias, control argmax, and the guard of a default action."""
+
+import numpy as np
+import torch
+
+from drl_ac.checkpoint import LoadedPolicy
+from drl_ac.learning.qnet import GreedyPolicy, QNetwork, greedy
+
+Q = torch.tensor([[0.0, 1.0, 3.0],    # best 2, +3 over action 0, +2 over action 1
+                  [2.0, 2.5, 1.0],    # best 1, +0.5 over 0
+                  [1.0, 0.0, 0.5]])   # best 0
+
+
+def test_admission_compares_best_admitting_action_with_reject():
+    assert greedy(Q, True).tolist() == [2, 1, 0]  # row 3: 0.5 - 1.0 < 0 -> reject
+    assert greedy(Q, True, bias=1.0).tolist() == [2, 0, 0]
+    assert greedy(Q, True, bias=-0.6).tolist() == [2, 1, 2]
+
+
+def test_control_is_argmax_without_default():
+    assert greedy(Q, False).tolist() == [2, 1, 0]
+    assert greedy(Q, False, bias=10.0).tolist() == [2, 1, 0]  # a bias alone does not guard
+    assert greedy(Q, False, 5.0, default=-1).tolist() == [2, 1, 0]
+
+
+def test_guard_leaves_the_default_only_by_the_bias():
+    assert greedy(Q, False, 0.0, default=1).tolist() == [2, 1, 0]
+    assert greedy(Q, False, 1.0, default=1).tolist() == [2, 1, 0]   # +2 >= 1; +1 >= 1 (row 3: 1 - 0)
+    assert greedy(Q, False, 1.5, default=1).tolist() == [2, 1, 1]
+    assert greedy(Q, False, 2.5, default=1).tolist() == [1, 1, 1]
+    assert greedy(Q, False, 0.6, default=0).tolist() == [2, 0, 0]   # row 2: +0.5 < 0.6
+
+
+def test_loaded_policy_applies_the_sections_default_and_bias():
+    torch.manual_seed(0)
+    net = QNetwork(3, None, (8,), 4)
+    section = {"obs_dim": 3, "num_actions": 4, "admission": False, "hidden": [8], "scale": torch.ones(3),
+               "state_dict": net.state_dict(), "scenario": {"stations": [{}, {}, {}]}}
+    obs = np.random.default_rng(0).random((200, 3)).astype(np.float32) * 5
+    q = net(torch.from_numpy(obs))
+    plain = LoadedPolicy(section)(obs)
+    assert (plain == q.argmax(1).numpy()).all()
+    adv = (q.max(1).values - q[:, 2]).detach().numpy()
+    bias = float(np.median(adv[adv > 0]))
+    guarded = LoadedPolicy({**section, "default_action": 2, "bias": bias})(obs)
+    assert (guarded == np.where(adv >= bias, plain, 2)).all()
+    assert 0 < (guarded != plain).sum() < len(obs)
+    module = GreedyPolicy(net, bias, False, 2)  # what is exported
+    assert (module(torch.from_numpy(obs)).numpy() == guarded).all()
