@@ -237,17 +237,24 @@ def tune_type_thresholds(spec: NetworkSpec, start: int | None = None, arrivals: 
 
 def tune_phase_thresholds(spec: NetworkSpec, base: tuple[int, ...], bins: int = 24, arrivals: int = 400_000,
                           seed: int = 777, num_envs: int = 400, measure: str = "dropping",
-                          progress: Callable[[str], None] | None = None, deadline: float | None = None
-                          ) -> TuningResult:
-    """Per-type thresholds re-tuned per phase bin: T[k][j] = clip(base[k] + shift[j], 0, C).
-    First the shape: the largest shift per bin whose *bin's* dropping is <= eps with its
-    margin (one-sided 95% upper bound from ``dropping_by_phase_se``); one evaluation of a
-    table judges every bin, so the bins are bisected in parallel (about log2(2C) evaluations
-    on common random numbers, a fixed sample: ``arrivals`` should give every bin a few
-    thousand decisions). A per-bin constraint is stricter than the period's (the period's
-    dropping is an average of the bins'), and eps bounds the period's: so then every shift
-    is raised by the largest common amount whose table keeps the period's dropping <= eps
-    with its margin, like every other rule (the sample doubles up to 2x while undecided)."""
+                          progress: Callable[[str], None] | None = None, deadline: float | None = None,
+                          step: int = 2, max_cut: int = 32) -> TuningResult:
+    """Per-type thresholds re-tuned per phase bin: T[k][j] = clip(base[k] + shift[j], 0, C),
+    the shifts that minimise the period's blocking at the period's dropping <= eps.
+
+    One evaluation of a table with the same shift s in every bin gives every bin's blocked
+    UEs b_j(s), dropped UEs d_j(s) and admitted UEs a_j(s), on common random numbers; s runs
+    over a grid (``step`` PRBs, from -``max_cut`` to where every threshold is C). The period's
+    blocking is sum_j b_j / new UEs and its dropping sum_j d_j / sum_j a_j, so for a
+    multiplier mu each bin takes the shift minimising b_j(s) + mu d_j(s) (a Lagrangian
+    relaxation: by Everett's theorem the allocation is the best for the drops it reaches),
+    and mu is the smallest whose allocation keeps sum d / sum a <= eps minus the base table's
+    margin on those counts; then bins are raised one at a time (the largest cut in blocked
+    UEs first) while that still holds, into the slack the relaxation's corners leave. Bins
+    interact (a UE admitted in one bin can be dropped in the next), so the table is then
+    checked as a whole and moved by the largest common shift that keeps the period's
+    dropping <= eps with its margin, like every other rule; the base rule (shift 0
+    everywhere), moved the same way, is kept instead if it blocks less on the tuning seed."""
     if spec.period is None:
         raise ValueError("tune_phase_thresholds: the scenario has no periodic arrival profile. "
                          "Fix: use tune_type_thresholds.")
@@ -260,24 +267,58 @@ def tune_phase_thresholds(spec: NetworkSpec, base: tuple[int, ...], bins: int = 
         t = np.clip(base_[:, None] + shift[None, :], 0, C)
         return PhaseTypeThresholds(lay, tuple(tuple(int(x) for x in row) for row in t))
 
-    def feasible_bins(rule) -> np.ndarray:
-        m = tuner.evaluate(rule, arrivals)
-        p = np.nan_to_num(np.asarray(m[f"{measure}_by_phase"], float))
-        se = np.nan_to_num(np.asarray(m[f"{measure}_by_phase_se"], float))
-        return p + Z95_ONE_SIDED * se <= spec.eps
+    def counts(shift: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # blocked, dropped, at risk per bin
+        m = tuner.evaluate(table(np.full(bins, shift)), arrivals)
+        new = np.asarray(m["new_ues_by_phase"], float)
+        blocked = np.nan_to_num(np.asarray(m["blocking_by_phase"], float)) * new
+        at_risk = new - blocked if measure == "dropping" else np.asarray(m["handovers_by_phase"], float)
+        return blocked, np.nan_to_num(np.asarray(m[f"{measure}_by_phase"], float)) * at_risk, at_risk
 
-    lo = np.full(bins, -int(base_.max()))  # every threshold 0: nothing admitted, feasible
-    hi = np.full(bins, C - int(base_.min()))  # every threshold C: admit whenever it fits
-    ok = feasible_bins(table(hi))
-    lo[ok] = hi[ok]
-    while (hi - lo > 1).any() and not tuner.expired():
-        mid = np.where(hi - lo > 1, (lo + hi) // 2, lo)
-        ok = feasible_bins(table(mid))
-        moving = hi - lo > 1
-        lo = np.where(moving & ok, mid, lo)
-        hi = np.where(moving & ~ok, mid, hi)
-    extra = _largest(lambda d: tuner.feasible(table(lo + d)), 0, C, tuner.expired)
-    return tuner.result(table(lo + extra))
+    top = C - int(base_.min())
+    grid = sorted({0, *(min(s, top) for s in range(-max_cut, top + step, step))}, key=abs)
+    shifts, rows = [], []
+    for shift in grid:  # from the base outwards, so a deadline leaves the shifts nearest to it
+        if shifts and tuner.expired():
+            break
+        shifts.append(shift)
+        rows.append(counts(shift))
+    order = np.argsort(shifts)
+    shifts_ = np.asarray(shifts)[order]
+    blocked, dropped, at_risk = (np.stack(x)[order] for x in zip(*rows, strict=True))  # (shifts, bins), ascending
+    columns = np.arange(bins)
+    m0 = tuner.evaluate(table(np.zeros(bins, np.int64)), arrivals)
+    target = spec.eps - Z95_ONE_SIDED * m0[f"{measure}_se"]  # the margin the whole table will need
+
+    def period_measure(i: np.ndarray) -> float:
+        return dropped[i, columns].sum() / max(at_risk[i, columns].sum(), 1.0)
+
+    def allocation(mu: float) -> np.ndarray:
+        return (blocked + mu * dropped).argmin(0)
+
+    lo, hi = 0.0, 1.0
+    while period_measure(allocation(hi)) > target and hi < 1e9:
+        lo, hi = hi, hi * 4
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if period_measure(allocation(mid)) <= target else (mid, hi)
+    i = allocation(hi)
+    while True:  # the relaxation only reaches the hull's corners: raise bins into the slack left
+        gains = [(blocked[i[j], j] - blocked[k, j], j, k) for j in columns for k in range(i[j] + 1, len(shifts_))
+                 if period_measure(np.where(columns == j, k, i)) <= target]
+        best = max(gains, default=(0.0, -1, -1))
+        if best[0] <= 0:
+            break
+        i[best[1]] = best[2]
+    shaped = shifts_[i]
+
+    def moved(shape: np.ndarray) -> PhaseTypeThresholds:
+        def ok(extra: int) -> bool:
+            return tuner.feasible(table(shape + extra))
+        extra = _largest(ok, 0, C, tuner.expired) if ok(0) else _largest(ok, -C, -1, tuner.expired)
+        return table(shape + extra)
+
+    candidates = [moved(shaped), moved(np.zeros(bins, np.int64))]
+    return tuner.result(min(candidates, key=lambda rule: tuner(rule)["blocking"]))
 
 
 def tuned_cell_rules(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_envs: int = 400,
