@@ -51,15 +51,18 @@ def spec_for(servers: int, rate: float, d: int, copies: str, size: dict) -> Netw
                                                                          "copies": copies, "size": size, "d": [d]}})
 
 
-def drift(spec: NetworkSpec, rate: float, backlog_rate: float, horizon: float, instances: int, seed: int
-          ) -> tuple[float, float]:
-    """Mean drift of the number in system (per unit time) at ``rate`` after a backlog, and its SE."""
+def drift(spec: NetworkSpec, rate: float, backlog_rate: float, horizon: float, instances: int, seed: int,
+          backlog: int = 0) -> tuple[float, float]:
+    """Mean drift of the number in system (per unit time) at ``rate`` after a backlog, and its SE.
+    The backlog is built at ``backlog_rate`` for horizon / 4 time units and, with ``backlog``,
+    until every instance holds that many jobs per server."""
     eng = Engine(spec, instances, seed=seed)
     build = ClassArrivals([RenewalArrivals(Exponential(1.0 / backlog_rate))])
     build.reset(eng.rng, instances, start=eng.now)
     eng.arrivals = build
     zero = np.zeros(instances, np.int64)
-    while eng.now.min() < horizon / 4:
+    target = backlog * spec.num_stations
+    while eng.now.min() < horizon / 4 or (eng.jobs_in_system() < target).any():
         eng.step(zero)
     test = ClassArrivals([RenewalArrivals(Exponential(1.0 / rate))])
     test.reset(eng.rng, instances, start=eng.now)
@@ -72,9 +75,9 @@ def drift(spec: NetworkSpec, rate: float, backlog_rate: float, horizon: float, i
 
 
 def unstable(spec: NetworkSpec, rate: float, predicted: float, horizon: float, instances: int, seed: int,
-             max_doublings: int) -> bool:
+             max_doublings: int, backlog: int = 0) -> bool:
     for k in range(max_doublings + 1):
-        mean, se = drift(spec, rate, 1.5 * predicted, horizon * 2**k, instances, seed + k)
+        mean, se = drift(spec, rate, 1.5 * predicted, horizon * 2**k, instances, seed + k, backlog)
         if abs(mean) > 2 * se:
             break
     return mean > 0
@@ -86,7 +89,8 @@ def measure(servers: int, d: int, copies: str, size: dict, predicted: float, arg
     for i in range(args.iterations):
         mid = 0.5 * (lo + hi)
         spec = spec_for(servers, mid, d, copies, size)
-        if unstable(spec, mid, predicted, args.horizon, args.instances, args.seed + 100 * i, args.max_doublings):
+        if unstable(spec, mid, predicted, args.horizon, args.instances, args.seed + 100 * i, args.max_doublings,
+                    args.backlog):
             hi = mid
         else:
             lo = mid
@@ -102,6 +106,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--instances", type=int, default=64)
     p.add_argument("--iterations", type=int, default=7, help="bisection steps")
     p.add_argument("--max-doublings", type=int, default=2)
+    p.add_argument("--backlog", type=int, default=0,
+                   help="jobs per server built before each drift run (0: horizon / 4 at 1.5 lambda* only). The "
+                        "threshold is a fluid limit: near it, small backlogs can drift down where large ones grow")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="two rows, short runs")
     p.add_argument("--out", type=Path, default=None, help="write the rows as JSON here")

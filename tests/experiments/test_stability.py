@@ -9,7 +9,7 @@ import pytest
 
 def test_bisection_finds_lambda_star_of_iid_exponential_copies(experiment):
     stability = experiment("stability")
-    args = SimpleNamespace(iterations=5, horizon=200.0, instances=64, seed=0, max_doublings=1)
+    args = SimpleNamespace(iterations=5, horizon=200.0, instances=64, seed=0, max_doublings=1, backlog=0)
     size = {"dist": "exponential", "mean": 1.0}
     measured = stability.measure(4, 2, "iid", size, 4.0, args)
     assert measured == pytest.approx(4.0, rel=0.03)
