@@ -147,6 +147,10 @@ def compare(load: float, args: argparse.Namespace) -> list[dict]:
     return rows
 
 
+def _compare(job: tuple[float, argparse.Namespace]) -> list[dict]:
+    return compare(*job)
+
+
 def verdict(rows: list[dict]) -> dict:
     """Per load: no worse than the best fixed d on the evaluation seed (the paired interval of
     learned - best reaches 0 or below), better than every fixed d (every paired interval below 0).
@@ -219,16 +223,24 @@ def main(argv: list[str] | None = None) -> dict:
         args.arrivals, args.num_envs, args.tune_arrivals, args.tune_envs = 4000, 40, 2000, 20
         args.max_k, args.k_step, args.warmup, args.hidden = 10, 5, 200, [16, 16]
     t0 = time.perf_counter()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+
+    def save(rows: list[dict]) -> dict:  # after every load: a long run cut short keeps what it measured
+        out = {"rows": rows, "verdict": verdict(rows), "seconds": time.perf_counter() - t0,
+               "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
+        args.out.write_text(json.dumps(out, indent=1, default=float) + "\n")
+        return out
+
+    rows: list[dict] = []
     if args.jobs > 1 and len(args.loads) > 1:
         with multiprocessing.get_context("spawn").Pool(min(args.jobs, len(args.loads))) as pool:
-            parts = pool.starmap(compare, [(load, args) for load in args.loads])
+            for part in pool.imap(_compare, [(load, args) for load in args.loads]):
+                rows += part
+                out = save(rows)
     else:
-        parts = [compare(load, args) for load in args.loads]
-    rows = [r for part in parts for r in part]
-    out = {"rows": rows, "verdict": verdict(rows), "seconds": time.perf_counter() - t0,
-           "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=1, default=float) + "\n")
+        for load in args.loads:
+            rows += compare(load, args)
+            out = save(rows)
     print("| load | policy | mean response [95% CI] | learned - this, paired [95% CI] |\n|---|---|---|---|")
     for r in rows:
         learned = next(x for x in rows if x["load"] == r["load"] and x.get("learned"))
