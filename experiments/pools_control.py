@@ -49,12 +49,12 @@ import yaml
 
 from drl_ac.evaluation.metrics import evaluate, paired_difference
 from drl_ac.evaluation.selection import (
+    EVALUATION,
+    TUNING,
+    VALIDATION,
     ConstantAction,
-    choose,
     deviation,
-    guarded,
-    train_snapshots,
-    visited_states,
+    select_learned,
 )
 from drl_ac.learning.trainer import TrainConfig
 from drl_ac.theory.pools import PoolsModel, PoolsPolicy, best_tau, stability_bound
@@ -64,7 +64,6 @@ from envs.spec import SCENARIO_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = "pools"
-TUNING, VALIDATION, EVALUATION = 777, 555, 10_000
 
 
 def _pools_module():
@@ -223,12 +222,9 @@ def compare(load: float, bnd: dict, args) -> tuple[list[dict], list[dict]]:
                            exploration_start=args.exploration_start, reset_backlog=args.reset_backlog,
                            updates_per_step=args.updates_per_step) for seed in args.seeds]
     say = lambda text: print(f"  load {load:g} {text}", file=sys.stderr, flush=True)  # noqa: E731
-    snapshots = train_snapshots(spec, configs, args.snapshots, say)
-    states = visited_states(spec, ConstantAction(default), snapshots[0].section, args.seed + VALIDATION,
-                            warmup=warmup)
-    candidates = [g for c in snapshots for g in (c, *guarded(c, default, states, args.quantiles))]
-    chosen, picks = choose(candidates, lambda policy: run(policy, spec, validation))
-    say(f"chose {chosen.label} among {len(candidates)}")
+    sel = select_learned(spec, configs, args.snapshots, default, args.quantiles,
+                         lambda policy: run(policy, spec, validation), args.seed + VALIDATION, warmup, say)
+    chosen, picks, states = sel.chosen, sel.scored, sel.states
     learned = chosen.policy()
     row = {"policy": f"learned ({chosen.label})", **run(learned, spec, evaluation),
            "train_seconds": time.perf_counter() - t0, "actions": list(spec.actions), "learned": True,

@@ -39,12 +39,12 @@ import yaml
 
 from drl_ac.evaluation.metrics import evaluate, paired_difference
 from drl_ac.evaluation.selection import (
+    EVALUATION,
+    TUNING,
+    VALIDATION,
     ConstantAction,
-    choose,
     deviation,
-    guarded,
-    train_snapshots,
-    visited_states,
+    select_learned,
 )
 from drl_ac.learning.learner import LearnerConfig
 from drl_ac.learning.trainer import TrainConfig
@@ -54,7 +54,6 @@ from envs.engine import CapacityError
 from envs.spec import SCENARIO_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
-TUNING, VALIDATION, EVALUATION = 777, 555, 10_000
 
 
 class LoadThreshold:
@@ -127,12 +126,9 @@ def compare(load: float, args: argparse.Namespace) -> list[dict]:
                            reset_backlog=args.reset_backlog if cost == "holding" else 0,
                            learner=LearnerConfig(hidden=tuple(args.hidden)))
                for seed in args.seeds for cost in args.costs]
-    snapshots = train_snapshots(spec, configs, args.snapshots, say)
-    states = visited_states(spec, ConstantAction(default), snapshots[0].section, args.seed + VALIDATION,
-                            warmup=args.warmup)
-    candidates = [g for c in snapshots for g in (c, *guarded(c, default, states, args.quantiles))]
-    chosen, scored = choose(candidates, lambda p: row("", measure(p, spec, validation)))
-    say(f"chose {chosen.label} among {len(candidates)}")
+    sel = select_learned(spec, configs, args.snapshots, default, args.quantiles,
+                         lambda p: row("", measure(p, spec, validation)), args.seed + VALIDATION, args.warmup, say)
+    chosen, scored, states = sel.chosen, sel.scored, sel.states
     learned = measure(chosen.policy(), spec, evaluation)
     rows = [{**row(name, m), "rule": True} for name, m in rules.items()]
     out = {**row("learned", learned), "learned": True, "chosen": chosen.label,
