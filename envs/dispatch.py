@@ -113,14 +113,19 @@ class CopyToD:
         self.columns = (Column("order", (self.N,), np.int64),)
 
     def draw(self, rng: np.random.Generator, jobs: SlotTable, slot: np.ndarray) -> None:
-        B, N, red, every = jobs.rows, self.N, self.red, np.arange(jobs.rows)
-        jobs.order[every, slot] = rng.random((B, N)).argsort(1)
+        every = np.arange(jobs.rows)
+        jobs.order[every, slot] = rng.random((jobs.rows, self.N)).argsort(1)
+        jobs.service[every, slot] = self.sizes(rng, jobs.rows)
+
+    def sizes(self, rng: np.random.Generator, jobs: int) -> np.ndarray:
+        """(jobs, N) copy sizes per server by the joint law (every column is a copy's size
+        should that server get one; the columns are exchangeable)."""
+        red, N = self.red, self.N
         if red.copies == "identical":
-            jobs.service[every, slot] = red.size.sample(rng, B)[:, None]
-        elif red.copies == "iid":
-            jobs.service[every, slot] = red.size.sample(rng, (B, N))
-        else:
-            jobs.service[every, slot] = red.scale.sample(rng, B)[:, None] * red.factor.sample(rng, (B, N))
+            return np.repeat(red.size.sample(rng, jobs)[:, None], N, axis=1)
+        if red.copies == "iid":
+            return red.size.sample(rng, (jobs, N))
+        return red.scale.sample(rng, jobs)[:, None] * red.factor.sample(rng, (jobs, N))
 
     def copies(self, jobs: SlotTable, inst: np.ndarray, slot: np.ndarray, action: np.ndarray) -> np.ndarray:
         """(R, max d) servers holding a copy, -1 past each job's d."""

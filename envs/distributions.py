@@ -108,6 +108,43 @@ class HyperExponential(_ByMeanAndScv):
 
 
 @dataclass(frozen=True)
+class PhaseMixture(Distribution):
+    """Mixture of exponentials: rate ``rates[i]`` with probability ``probs[i]``.
+
+    Unlike ``HyperExponential`` (balanced means, set by mean and SCV) the phases are free,
+    as in systems.md's redundancy example (rate 0.19 w.p. 0.1, 1.9 w.p. 0.9). In YAML:
+    ``{dist: hyperexponential, probs: [0.1, 0.9], rates: [0.19, 1.9]}``.
+    """
+
+    probs: tuple[float, ...]
+    rates: tuple[float, ...]
+
+    def __post_init__(self):
+        p, r = np.asarray(self.probs, float), np.asarray(self.rates, float)
+        if p.shape != r.shape or p.ndim != 1 or p.size == 0:
+            raise ValueError("PhaseMixture needs as many probabilities as rates (at least one)")
+        if (p < 0).any() or abs(p.sum() - 1.0) > 1e-9 or (r <= 0).any():
+            raise ValueError(f"PhaseMixture needs probabilities >= 0 summing to 1 and rates > 0, got {self}")
+
+    @property
+    def mean(self) -> float:  # type: ignore[override]
+        return float(sum(p / r for p, r in zip(self.probs, self.rates, strict=True)))
+
+    @property
+    def scv(self) -> float:
+        second = sum(2.0 * p / r**2 for p, r in zip(self.probs, self.rates, strict=True))
+        return second / self.mean**2 - 1.0
+
+    def survival(self, x):
+        x = np.asarray(x, dtype=float)
+        return sum(p * np.exp(-r * np.maximum(x, 0.0)) for p, r in zip(self.probs, self.rates, strict=True))
+
+    def sample(self, rng, size):
+        phase = rng.choice(len(self.probs), size=size, p=np.asarray(self.probs))
+        return rng.exponential(1.0, size) / np.asarray(self.rates)[phase]
+
+
+@dataclass(frozen=True)
 class Lomax(Distribution):
     """Pareto type II: P(X > x) = (1 + x/scale)^-shape. Heavy-tailed service."""
 
@@ -225,6 +262,27 @@ def _read_samples(path: Any, field: str, base_dir: Path | None) -> tuple[float, 
     return tuple(values)
 
 
+def _phases(cfg: Mapping[str, Any], field: str) -> PhaseMixture:
+    """``{dist: hyperexponential, probs: [...], rates: [...]}``: free phases."""
+    for key in ("mean", "rate", "scv"):
+        if key in cfg:
+            raise SpecError(f"{field}.{key}", "cannot be combined with 'probs' and 'rates' (the phases fix it)",
+                            "give either probs and rates, or mean and scv (balanced phases)")
+    for key in ("probs", "rates"):
+        if key not in cfg:
+            raise SpecError(field, f"missing '{key}'", "give both probs (summing to 1) and rates (positive)")
+    probs = number_list(cfg["probs"], field + ".probs", "phase probabilities", "give probabilities in [0, 1]",
+                        lambda x: None if 0.0 <= x <= 1.0 else "a probability must lie in [0, 1]")
+    rates = number_list(cfg["rates"], field + ".rates", "phase rates", "give positive, finite rates",
+                        lambda x: None if math.isfinite(x) and x > 0 else "a rate must be positive and finite")
+    if len(probs) != len(rates):
+        raise SpecError(field + ".rates", f"{len(rates)} rates for {len(probs)} probabilities",
+                        "give one rate per phase probability")
+    if abs(sum(probs) - 1.0) > 1e-9:
+        raise SpecError(field + ".probs", f"the probabilities sum to {sum(probs):g}", "make them sum to 1")
+    return PhaseMixture(probs, rates)
+
+
 def _inline_samples(raw: Any, field: str) -> tuple[float, ...]:
     def problem(x: float) -> str | None:
         if not math.isfinite(x):
@@ -238,11 +296,11 @@ def _inline_samples(raw: Any, field: str) -> tuple[float, ...]:
 FAMILIES = ("exponential", "deterministic", "gamma", "lognormal", "hyperexponential", "lomax", "empirical")
 _ALIASES = {"exp": "exponential", "markovian": "exponential", "m": "exponential",
             "det": "deterministic", "d": "deterministic", "h2": "hyperexponential",
-            "pareto2": "lomax", "pareto": "lomax", **{f: f for f in FAMILIES}}
+            "pareto2": "lomax", "pareto": "lomax", "phasemixture": "hyperexponential", **{f: f for f in FAMILIES}}
 # Keys each family reads (besides 'dist'); 'mean' may always be given as 'rate' instead.
 _KEYS = {"exponential": ("mean", "rate"), "deterministic": ("mean", "rate"),
          "gamma": ("mean", "rate", "scv"), "lognormal": ("mean", "rate", "scv"),
-         "hyperexponential": ("mean", "rate", "scv"),
+         "hyperexponential": ("mean", "rate", "scv", "probs", "rates"),
          "lomax": ("mean", "rate", "scv", "shape", "scale"), "empirical": ("file", "values")}
 _KEY_ALIASES = {"cv2": "scv", "cv": "scv", "mu": "rate", "lambda": "rate", "path": "file",
                 "samples": "values", "data": "values"}
@@ -302,6 +360,8 @@ def _build(cfg: Any, field: str, base_dir: Path | None) -> Distribution:
         return Exponential(_mean(cfg, field))
     if family == "deterministic":
         return Deterministic(_mean(cfg, field))
+    if family == "hyperexponential" and ("probs" in cfg or "rates" in cfg):
+        return _phases(cfg, field)
     if family in ("gamma", "lognormal", "hyperexponential"):
         mean = _mean(cfg, field)
         scv = _positive(cfg, "scv", field)

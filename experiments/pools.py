@@ -135,8 +135,8 @@ def measured_limit(model: PoolsModel, policy: str, pol: PoolsPolicy, predicted: 
     for i in range(args.iterations):
         mid = math.sqrt(lo * hi)
         try:
-            grows = stability.unstable(run_spec(model, policy, pol, mid), mid, mid, args.horizon, args.instances,
-                                       args.seed + 100 * i, args.max_doublings)
+            grows = stability.unstable(run_spec(model, policy, pol, mid), mid, args.horizon, args.instances,
+                                       args.seed + 100 * i, args.max_doublings, build_rate=1.5 * mid)
         except CapacityError:
             grows = True
         if grows:

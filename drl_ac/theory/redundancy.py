@@ -9,14 +9,13 @@ served at the same rate. Its law depends on the joint law of the copies:
 
 Sizes are the distributions of ``envs.distributions`` (survival functions are written here,
 dispatching on the type, since the distribution classes only know how to sample) or a
-``PhaseMixture`` given by explicit phase probabilities and rates.
+``PhaseMixture`` (explicit phase probabilities and rates).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,40 +31,10 @@ from envs.distributions import (
     HyperExponential,
     LogNormal,
     Lomax,
+    PhaseMixture,
 )
 
 LAWS = ("identical", "iid", "scaled")
-
-
-@dataclass(frozen=True)
-class PhaseMixture:
-    """Mixture of exponentials: rate ``rates[i]`` with probability ``probs[i]``.
-
-    Unlike ``envs.distributions.HyperExponential`` (balanced means, set by mean and SCV)
-    the phases are free, as in the systems.md example (rate 0.19 w.p. 0.1, 1.9 w.p. 0.9).
-    """
-
-    probs: tuple[float, ...]
-    rates: tuple[float, ...]
-
-    def __post_init__(self):
-        p, r = np.asarray(self.probs, float), np.asarray(self.rates, float)
-        if p.shape != r.shape or p.ndim != 1 or p.size == 0:
-            raise ValueError("PhaseMixture needs as many probabilities as rates (at least one)")
-        if (p < 0).any() or abs(p.sum() - 1.0) > 1e-9 or (r <= 0).any():
-            raise ValueError(f"PhaseMixture needs probabilities >= 0 summing to 1 and rates > 0, got {self}")
-
-    @property
-    def mean(self) -> float:
-        return float(sum(p / r for p, r in zip(self.probs, self.rates, strict=True)))
-
-    def survival(self, x):
-        x = np.asarray(x, dtype=float)
-        return sum(p * np.exp(-r * np.maximum(x, 0.0)) for p, r in zip(self.probs, self.rates, strict=True))
-
-    def sample(self, rng: np.random.Generator, size):
-        phase = rng.choice(len(self.probs), size=size, p=np.asarray(self.probs))
-        return rng.exponential(1.0, size) / np.asarray(self.rates)[phase]
 
 
 def _hyperexp_phases(dist: HyperExponential) -> tuple[tuple[float, float], tuple[float, float]]:

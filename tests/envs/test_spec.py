@@ -68,6 +68,8 @@ def test_empirical_distribution_from_file(tmp_path):
     ({"dist": "lomax", "mean": 2.0, "scv": 3.0}, None),
     ({"dist": "deterministic", "mean": 2.0}, None),
     ({"dist": "exponential", "rate": 0.5}, None),
+    # free phases; by hand: mean 0.5 / 1 + 0.5 * 3 = 2, E[X^2] = 2 (0.5 + 0.5 * 9) = 10, SCV 10 / 4 - 1 = 1.5
+    ({"dist": "hyperexponential", "probs": [0.5, 0.5], "rates": [1.0, 1 / 3]}, None),
 ])
 def test_distribution_moments_match_mean_and_scv(cfg, dist):
     d = make_distribution(cfg, "service")
@@ -86,6 +88,14 @@ def test_distribution_moments_match_mean_and_scv(cfg, dist):
     (with_(["stations", 0, "service"], {"dist": "hyperexponential", "mean": 1, "scv": 0.5}),
      "stations[0].service.scv"),
     (with_(["stations", 0, "service"], {"dist": "lomax", "mean": 1, "scv": 0.9}), "stations[0].service.scv"),
+    (with_(["stations", 0, "service"], {"dist": "h2", "probs": [0.2, 0.7], "rates": [1, 2]}),
+     "stations[0].service.probs"),
+    (with_(["stations", 0, "service"], {"dist": "h2", "probs": [0.2, 0.8], "rates": [1, -2]}),
+     "stations[0].service.rates[1]"),
+    (with_(["stations", 0, "service"], {"dist": "h2", "probs": [0.2, 0.8], "rates": [1]}),
+     "stations[0].service.rates"),
+    (with_(["stations", 0, "service"], {"dist": "h2", "mean": 1, "probs": [1.0], "rates": [1]}),
+     "stations[0].service.mean"),
     (with_(["stations", 0, "service"], {"dist": "weibull", "mean": 1}), "stations[0].service.dist"),
     (with_(["routing", "a"], {"b": 0.5, "exit": 0.4}), "routing.a"),
     (with_(["routing", "a"], {"c": 1.0}), "routing.a.c"),
@@ -223,7 +233,8 @@ def test_to_dict_round_trips_every_family():
             {"dist": "exponential", "mean": 1.0}, {"dist": "deterministic", "rate": 2.0},
             {"dist": "lognormal", "mean": 1.0, "scv": 2.0}, {"dist": "h2", "mean": 1.0, "scv": 3.0},
             {"dist": "lomax", "shape": 3.0, "scale": 2.0}, {"dist": "lomax", "shape": 3.0, "mean": 1.0},
-            {"dist": "empirical", "values": [1.0, 2.5]}])]
+            {"dist": "empirical", "values": [1.0, 2.5]},
+            {"dist": "hyperexponential", "probs": [0.1, 0.9], "rates": [0.19, 1.9]}])]
     cfg["routing"] = {}
     spec = NetworkSpec.from_dict(cfg)
     assert NetworkSpec.from_dict(spec.to_dict()) == spec
