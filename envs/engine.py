@@ -303,6 +303,7 @@ class Engine:
         # A finite horizon (the next arrival; a probe's deadline bound, which only moves by
         # finite amounts) already excludes idle rows (event time inf): one comparison less per event.
         bounded = not np.isinf(horizon).any()
+        st.horizon = horizon  # kinds may apply several events of a row at once, never past it (a cell's CQI moves)
         first = st.next_event.min(1)
         rows = np.flatnonzero((first <= horizon) & np.isfinite(first))
         E = st.next_event.shape[1]
@@ -324,17 +325,17 @@ class Engine:
 
     def _event(self, st: State, inst, rows, slot, when, on_exit):
         if self.single_kind is not None:
-            idx, jid, n = self.single_kind.handle(self, st, inst, rows, slot, when)
+            idx, jid, n, w = _timed(self.single_kind.handle(self, st, inst, rows, slot, when), when)
         else:
             found = []
             kind_of = self.slot_kind[slot]
             for i, kind in enumerate(self.kinds):
                 m = np.flatnonzero(kind_of == i)
                 if m.size:
-                    k_idx, k_jid, k_n = kind.handle(self, st, inst, rows[m], slot[m], when[m])
-                    found.append((m if k_idx is None else m[k_idx], k_jid, k_n))
-            idx, jid, n = (np.concatenate(col) for col in zip(*found, strict=True))
-        r, w = (rows, when) if idx is None else (rows[idx], when[idx])
+                    k_idx, k_jid, k_n, k_w = _timed(kind.handle(self, st, inst, rows[m], slot[m], when[m]), when[m])
+                    found.append((m if k_idx is None else m[k_idx], k_jid, k_n, k_w))
+            idx, jid, n, w = (np.concatenate(col) for col in zip(*found, strict=True))
+        r = rows if idx is None else rows[idx]
         K = self.jobs.capacity
         nxt = self.routing.after(self.jobs, ((r if inst is self.every else inst[r]) * K + jid) * self.N + n)
         moving = nxt < self.N
@@ -430,6 +431,15 @@ class Engine:
             work, copies = np.nansum(served, 1), np.ones(rows.size, np.int64)
         return Outcomes(rows, step, jobs.action.reshape(-1)[fk], np.ones(rows.size, bool), delay < self.d_ub[cls],
                         delay, sojourn, arrived, when, cls, work, copies, wait, served)
+
+
+def _timed(found: tuple, when: np.ndarray) -> tuple:
+    """A kind's finished jobs (idx, jid, n) with their times: the event's, unless the kind
+    gives them as a fourth array (it took several events of a row at once)."""
+    if len(found) == 4:
+        return found
+    idx, jid, n = found
+    return idx, jid, n, (when if idx is None else when[idx])
 
 
 QueueNetworkSim = Engine  # the name the first release used; kept for users' scripts

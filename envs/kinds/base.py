@@ -101,7 +101,9 @@ class StationKind(Protocol):
     def handle(self, eng: Engine, st: State, inst: np.ndarray, rows: np.ndarray, slot: np.ndarray,
                when: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
         """Process the event of each row at ``slot`` (time ``when``). Returns the jobs that
-        finished at their station: (indices into rows or None for all, job ids, stations)."""
+        finished at their station: (indices into rows or None for all, job ids, stations).
+        A kind may take further events of a row at once, in time order and never past the
+        state's ``horizon`` (per row); it then appends the finishing times as a fourth array."""
 
     def waiting(self, st: State) -> np.ndarray:
         """(R, stations of this kind) jobs present but not in service."""

@@ -16,6 +16,12 @@ draws only, whoever simulates it: a probe (a copy of the cell with the blocked U
 replays exactly the paths the real cell would have seen, and consumes no random numbers.
 CQI moves are simulated only for types whose demand depends on the CQI.
 
+Session events in bulk (``CellKind._bulk``): a row whose next event is a session's takes at
+once all its sessions' CQI moves (and, below a finite horizon, their ends) up to its next
+other event, when no drop can happen on the way; otherwise one event, as the loop would.
+The paths are the keys' either way, so the process is the same; only the number of rounds
+of the event loop falls (most of a busy cell's events are CQI moves between two arrivals).
+
 A CQI move that makes the PRBs in use exceed C drops UEs by ``cell.drop``: ``grown``, the
 UE whose demand grew; ``lowest_priority``, UEs of the lowest priority first (among them the
 grown one first, then the latest admitted) until the rest fit.
@@ -46,15 +52,47 @@ _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 _S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
 _EMPTY = np.empty(0, np.int64)
+_CHUNK = 4  # CQI moves of a session drawn at once when applying many
+_LEVELS = CQI_LEVELS + 1  # a session's channel as one index: type * _LEVELS + CQI
+_NOWHERE = np.iinfo(np.int64).max
 
 
 def channel_uniform(key: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Output ``n`` (>= 1) of SplitMix64 seeded with ``key``, as a uniform in (0, 1)."""
-    z = key + n.astype(np.uint64) * _GAMMA
-    z = (z ^ (z >> _S30)) * _M1
-    z = (z ^ (z >> _S27)) * _M2
-    z = z ^ (z >> _S31)
-    return ((z >> _S11).astype(np.float64) + 0.5) * (1.0 / (1 << 53))
+    z = n.astype(np.uint64) * _GAMMA  # in place from here: many outputs at once in bulk moves
+    z += key
+    z ^= z >> _S30
+    z *= _M1
+    z ^= z >> _S27
+    z *= _M2
+    z ^= z >> _S31
+    z >>= _S11
+    u = z.astype(np.float64)
+    u += 0.5
+    u *= 1.0 / (1 << 53)
+    return u
+
+
+class _Exits:
+    """The UEs leaving in one event round: their rows' positions in the round, job ids and
+    times (the round's event time unless given: a row may take several events at once)."""
+
+    def __init__(self, when: np.ndarray):
+        self.when = when
+        self.idx: list[np.ndarray] = []
+        self.jid: list[np.ndarray] = []
+        self.at: list[np.ndarray] = []
+
+    def add(self, idx: np.ndarray, jid: np.ndarray, at: np.ndarray | None = None) -> None:
+        self.idx.append(idx)
+        self.jid.append(jid)
+        self.at.append(self.when[idx] if at is None else at)
+
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        if not self.idx:
+            return _EMPTY, _EMPTY, _EMPTY, np.empty(0)
+        idx = np.concatenate(self.idx)
+        return idx, np.concatenate(self.jid), np.zeros(idx.size, np.int64), np.concatenate(self.at)
 
 
 class UEDraws:
@@ -115,10 +153,14 @@ class CellKind(StationGroup):
         dyn = np.array([t.dynamic for t in cell.types])
         self.dynamic = dyn
         self.any_dynamic = bool(dyn.any())
-        self.up = np.where(dyn[:, None] & (levels < hi), [[t.cqi_up] for t in cell.types], 0.0)  # (T, 16)
-        self.down = np.where(dyn[:, None] & (levels > lo), [[t.cqi_down] for t in cell.types], 0.0)
-        total = self.up + self.down
-        self.inv_total = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
+        up = np.where(dyn[:, None] & (levels < hi), [[t.cqi_up] for t in cell.types], 0.0)  # (T, 16)
+        down = np.where(dyn[:, None] & (levels > lo), [[t.cqi_down] for t in cell.types], 0.0)
+        total = up + down
+        # tables of a move from each channel (type * 16 + CQI): its up rate, total rate, the
+        # channel a down move leads to (itself where it cannot move), the mean stay (inf there)
+        self.up_rate, self.total_rate = up.ravel(), total.ravel()
+        self.fall = (np.arange(self.T)[:, None] * _LEVELS + np.where(down > 0, levels - 1, levels)).ravel()
+        self.mean_stay = np.divide(1.0, total, out=np.full_like(total, np.inf), where=total > 0).ravel()
         self.priority = np.array([t.priority for t in cell.types], np.int64)
         self.handover_types = np.array([k for k, t in enumerate(cell.types) if t.handover is not None], np.int64)
         self.handovers = [cell.types[k].handover for k in self.handover_types]
@@ -167,12 +209,11 @@ class CellKind(StationGroup):
         every = np.arange(eng.B)
         demand = self.table[jobs.job_class[every, eng.slot], jobs.cqi0[every, eng.slot]]
         out = [st.cell_ues, st.cell_used[:, None], demand[:, None]]
-        if bands:
+        if bands:  # counted over the sessions present only: most of the C slots are empty
             nb = self.bands
-            code = st.cell_type * nb + self.band_of[st.cell_cqi]
-            flat = np.where(st.cell_job >= 0, every[:, None] * (self.T * nb) + code, eng.B * self.T * nb)
-            count = np.bincount(flat.ravel(), minlength=eng.B * self.T * nb + 1)[:-1]
-            out.append(count.reshape(eng.B, self.T * nb))
+            q = np.flatnonzero(st.cell_job >= 0)
+            code = (q // self.S * self.T + st.cell_type.reshape(-1)[q]) * nb + self.band_of[st.cell_cqi.reshape(-1)[q]]
+            out.append(np.bincount(code, minlength=eng.B * self.T * nb).reshape(eng.B, self.T * nb))
         return out
 
     # ------------------------------------------------------------------ events
@@ -202,7 +243,8 @@ class CellKind(StationGroup):
             rows, jid, typ, cqi, key, session, when, d = (a[keep] for a in (rows, jid, typ, cqi, key, session, when, d))
         if not rows.size:
             return fits
-        s = (st.cell_job[rows] < 0).argmax(1)
+        w = min(self.S, int(st.cell_ues[rows].sum(1).max()) + 1)  # a row of n UEs has a free slot below n + 1
+        s = (st.cell_job[rows, :w] < 0).argmax(1)
         q = rows * self.S + s
         st.cell_job.reshape(-1)[q] = jid
         st.cell_type.reshape(-1)[q] = typ
@@ -215,9 +257,8 @@ class CellKind(StationGroup):
         if self.any_dynamic:
             st.cell_moves.reshape(-1)[q] = 0
             st.cell_key.reshape(-1)[q] = key
-            rate = self.inv_total[typ, cqi]
-            nxt = np.where(rate > 0, when - np.log(channel_uniform(key, np.ones(rows.size, np.uint64))) * rate,
-                           np.inf)
+            stay = self.mean_stay[typ * _LEVELS + cqi]  # inf: this UE's channel never moves
+            nxt = when - np.log(channel_uniform(key, np.ones(rows.size, np.uint64))) * stay
             st.cell_next.reshape(-1)[q] = nxt
             event = np.minimum(end, nxt)
         st.next_event.reshape(-1)[rows * eng.E + self.offset + s] = event
@@ -228,67 +269,139 @@ class CellKind(StationGroup):
                             np.zeros(rows.size), session, None)
         return fits
 
-    def _free(self, eng: Engine, st: State, rows, q) -> None:
-        """Empty the session slots ``q`` (flat) of ``rows`` (distinct)."""
-        st.cell_used[rows] -= st.cell_demand.reshape(-1)[q]
-        st.cell_ues.reshape(-1)[rows * self.T + st.cell_type.reshape(-1)[q]] -= 1
+    def _free(self, eng: Engine, st: State, rows, q, repeats: bool = False) -> None:
+        """Empty the session slots ``q`` (flat) of ``rows`` (distinct, unless ``repeats``)."""
+        if repeats:
+            np.subtract.at(st.cell_used, rows, st.cell_demand.reshape(-1)[q])
+            np.subtract.at(st.cell_ues.reshape(-1), rows * self.T + st.cell_type.reshape(-1)[q], 1)
+        else:
+            st.cell_used[rows] -= st.cell_demand.reshape(-1)[q]
+            st.cell_ues.reshape(-1)[rows * self.T + st.cell_type.reshape(-1)[q]] -= 1
         st.cell_job.reshape(-1)[q] = -1
         st.cell_end.reshape(-1)[q] = np.inf
         st.cell_next.reshape(-1)[q] = np.inf
         st.next_event.reshape(-1)[rows * eng.E + self.offset + q - rows * self.S] = np.inf
 
     def handle(self, eng: Engine, st: State, inst, rows, slot, when):
+        """Returns the UEs that left, with their times: a row may take several events at once."""
         col = slot - self.offset
-        idx: list[np.ndarray] = []
-        jids: list[np.ndarray] = []
+        out = _Exits(when)
         session = col < self.S
         if session.all():
-            self._sessions(eng, st, np.arange(rows.size), rows, col, when, idx, jids)
+            self._sessions(eng, st, np.arange(rows.size), rows, col, when, out)
         else:
             p = np.flatnonzero(session)
             if p.size:
-                self._sessions(eng, st, p, rows[p], col[p], when[p], idx, jids)
+                self._sessions(eng, st, p, rows[p], col[p], when[p], out)
             p = np.flatnonzero(col == self.refuse_col)
             if p.size:
                 r = rows[p]
-                idx.append(p)
-                jids.append(st.cell_refused[r].copy())
+                out.add(p, st.cell_refused[r].copy())
                 st.next_event.reshape(-1)[r * eng.E + self.offset + self.refuse_col] = np.inf
             p = np.flatnonzero((col >= self.S) & (col < self.refuse_col))
             if p.size:
-                self._handovers(eng, st, inst, p, rows[p], col[p] - self.S, when[p], idx, jids)
-        if not idx:
-            return _EMPTY, _EMPTY, _EMPTY
-        i = idx[0] if len(idx) == 1 else np.concatenate(idx)
-        return i, (jids[0] if len(jids) == 1 else np.concatenate(jids)), np.zeros(i.size, np.int64)
+                self._handovers(eng, st, inst, p, rows[p], col[p] - self.S, when[p], out)
+        return out.result()
 
-    def _sessions(self, eng, st, p, rows, s, when, idx, jids) -> None:
+    def _sessions(self, eng, st, p, rows, s, when, out: _Exits) -> None:
+        """Session events (an end or a CQI move): in bulk where exact (``_bulk``), else one."""
+        if self.any_dynamic:  # without CQI moves a row has few session events between arrivals
+            slow = np.flatnonzero(~self._bulk(eng, st, p, rows, when, out))
+            if not slow.size:
+                return
+            p, rows, s, when = p[slow], rows[slow], s[slow], when[slow]
         q = rows * self.S + s
         ending = st.cell_end.reshape(-1)[q] <= when
-        if ending.all():
-            idx.append(p)
-            jids.append(st.cell_job.reshape(-1)[q])
-            self._free(eng, st, rows, q)
-            return
         if ending.any():
             e = np.flatnonzero(ending)
-            idx.append(p[e])
-            jids.append(st.cell_job.reshape(-1)[q[e]])
+            out.add(p[e], st.cell_job.reshape(-1)[q[e]])
             self._free(eng, st, rows[e], q[e])
         m = np.flatnonzero(~ending)
-        self._move(eng, st, p[m], rows[m], s[m], q[m], when[m], idx, jids)
+        if m.size:
+            self._move(eng, st, p[m], rows[m], s[m], q[m], when[m], out)
 
-    def _move(self, eng, st, p, rows, s, q, when, idx, jids) -> None:
+    def _bulk(self, eng, st, p, rows, when, out: _Exits) -> np.ndarray:
+        """Rows (distinct) whose next event is a session's take at once every session event
+        (CQI moves; ends too below a finite horizon) before their next other event and up to
+        the horizon, if no drop can happen on the way: the PRBs in use stay <= C even were
+        every session at once at its worst CQI of the interval. Sessions' channels are
+        independent, so the order of their moves matters only through drops. Returns which
+        rows did. With no horizon (a probe, a drain) a row goes only to its next end: a
+        failed attempt up to the last end would cost too much."""
+        S, o = self.S, self.offset
+        horizon = st.horizon[rows]
+        ev = st.next_event[rows, o:o + self.slots]  # a session's column: its end or next move
+        other = ev[:, S:].min(1)
+        endless = np.flatnonzero(np.isinf(horizon))
+        if endless.size:
+            other[endless] = np.minimum(other[endless], st.cell_end[rows[endless]].min(1))
+        until = np.minimum(np.maximum(other, np.nextafter(when, np.inf)),  # the event due now goes (ties)
+                           np.nextafter(horizon, np.inf))  # events at times < until
+        i, s = np.nonzero(ev[:, :S] < until[:, None])
+        r = rows[i]
+        q = r * S + s
+        end = st.cell_end.reshape(-1)[q]
+        tc0 = st.cell_type.reshape(-1)[q] * _LEVELS + st.cell_cqi.reshape(-1)[q]
+        tc, moves, nxt, low = self._advance(tc0, st.cell_moves.reshape(-1)[q], st.cell_next.reshape(-1)[q],
+                                            st.cell_key.reshape(-1)[q], np.minimum(until[i], end))
+        table = self.table.reshape(-1)
+        old = table[tc0]
+        worst = np.bincount(i, table[low] - old, rows.size)  # demand falls as the CQI rises (38.214)
+        done = st.cell_used[rows] + worst <= self.C
+        if not done.all():
+            keep = done[i]
+            i, r, q, end, old, tc, moves, nxt = (a[keep] for a in (i, r, q, end, old, tc, moves, nxt))
+        ending = end < until[i]
+        new = np.where(ending, old, table[tc])
+        st.cell_cqi.reshape(-1)[q] = tc % _LEVELS
+        st.cell_moves.reshape(-1)[q] = moves
+        st.cell_next.reshape(-1)[q] = nxt
+        st.cell_demand.reshape(-1)[q] = new
+        st.next_event.reshape(-1)[r * eng.E + o + q - r * S] = np.minimum(end, nxt)
+        st.cell_used[rows] += np.bincount(i, new - old, rows.size).astype(np.int64)
+        if ending.any():
+            e = np.flatnonzero(ending)
+            out.add(p[i[e]], st.cell_job.reshape(-1)[q[e]], end[e])
+            self._free(eng, st, r[e], q[e], repeats=True)
+        return done
+
+    def _advance(self, tc, moves, nxt, key, until):
+        """Sessions' channels (``tc``: type * 16 + CQI) after all their moves at times < ``until``:
+        channel, moves made, next move's time, and the lowest channel on the way."""
+        tc, moves, nxt, low = tc.copy(), moves.copy(), nxt.copy(), tc.copy()
+        todo, k = np.flatnonzero(nxt < until), _CHUNK  # not those that only end
+        while todo.size:
+            path, times = self._chunk(tc[todo], moves[todo], nxt[todo], key[todo], k)
+            take = times[:, :k] < until[todo, None]  # a prefix: times increase
+            n = take.sum(1)
+            at = np.arange(todo.size)
+            tc[todo] = np.where(n > 0, path[at, n - 1], tc[todo])
+            low[todo] = np.minimum(low[todo], np.where(take, path, _NOWHERE).min(1))
+            moves[todo] += n
+            nxt[todo] = times[at, n]
+            todo, k = todo[n == k], 2 * k  # fewer sessions with more moves left
+        return tc, moves, nxt, low
+
+    def _chunk(self, tc, moves, nxt, key, k: int):
+        """The next ``k`` moves of sessions' channels (``tc``: type * 16 + CQI), wherever they
+        fall: the channel after each (n, k), and the times of these moves and of the one after
+        (n, k + 1). Move j of a UE draws its direction from output 2j of its key and, after
+        it, its wait from output 2j + 1."""
+        u = channel_uniform(key[:, None], (2 * moves[:, None] + np.arange(2, 2 * k + 2)).astype(np.uint64))
+        path = np.empty((tc.size, k), np.int64)
+        for c in range(k):
+            tc = np.where(u[:, 2 * c] * self.total_rate[tc] < self.up_rate[tc], tc + 1, self.fall[tc])
+            path[:, c] = tc
+        wait = -np.log(u[:, 1::2]) * self.mean_stay[path]
+        return path, np.cumsum(np.concatenate([nxt[:, None], wait], 1), 1)
+
+    def _move(self, eng, st, p, rows, s, q, when, out: _Exits) -> None:
         """One CQI move of sessions ``q``; drops if the PRBs in use exceed C."""
         typ = st.cell_type.reshape(-1)[q]
-        cqi = st.cell_cqi.reshape(-1)[q]
-        moves = st.cell_moves.reshape(-1)[q]
-        key = st.cell_key.reshape(-1)[q]
-        up, down = self.up[typ, cqi], self.down[typ, cqi]
-        upward = channel_uniform(key, 2 * moves + 2) * (up + down) < up
-        cqi = cqi + np.where(upward, 1, -1)
-        moves = moves + 1
-        nxt = when - np.log(channel_uniform(key, 2 * moves + 1)) * self.inv_total[typ, cqi]
+        moves = st.cell_moves.reshape(-1)[q] + 1
+        path, times = self._chunk(typ * _LEVELS + st.cell_cqi.reshape(-1)[q], moves - 1, when,
+                                  st.cell_key.reshape(-1)[q], 1)
+        cqi, nxt = path[:, 0] % _LEVELS, times[:, 1]
         st.cell_cqi.reshape(-1)[q] = cqi
         st.cell_moves.reshape(-1)[q] = moves
         st.cell_next.reshape(-1)[q] = nxt
@@ -308,8 +421,7 @@ class CellKind(StationGroup):
             jid = st.cell_job.reshape(-1)[v]
             fate[r * K + jid] = DROPPED
             self._free(eng, st, r, v)
-            idx.append(p[todo])
-            jids.append(jid)
+            out.add(p[todo], jid)
             return
         while todo.size:  # lowest_priority: one victim per row and round until the rest fit
             r, g = rows[todo], s[todo]
@@ -323,11 +435,10 @@ class CellKind(StationGroup):
             jid = st.cell_job.reshape(-1)[v]
             fate[r * K + jid] = DROPPED
             self._free(eng, st, r, v)
-            idx.append(p[todo])
-            jids.append(jid)
+            out.add(p[todo], jid)
             todo = todo[st.cell_used[r] > self.C]
 
-    def _handovers(self, eng, st, inst, p, rows, h, when, idx, jids) -> None:
+    def _handovers(self, eng, st, inst, p, rows, h, when, out: _Exits) -> None:
         """Handover arrivals (real run only: a probe turns them off): the next one is drawn,
         the UE gets a job slot (not a decision) and is carried if it fits, else blocked."""
         rng = eng.rng
@@ -338,8 +449,9 @@ class CellKind(StationGroup):
         typ = self.handover_types[h]
         session, cqi, key = self.draws.sample(rng, typ)
         jobs = eng.jobs
-        jobs.next_free()  # grows the table (and the per-job arrays) if an instance has no free slot
         i = inst[rows]
+        if not jobs.free_count[i].all():
+            jobs.grow()  # and the per-job arrays: an instance has no free slot
         jid = jobs.take(i)
         jobs.step[i, jid] = eng.t
         jobs.arrival_time[i, jid] = when
@@ -357,10 +469,9 @@ class CellKind(StationGroup):
         st.cell_fate.reshape(-1)[rows * K + jid] = FINISHED
         fits = self._place(eng, st, inst, rows, jid, typ, cqi, key, session, when)
         if not fits.all():
-            out = np.flatnonzero(~fits)
-            st.cell_fate.reshape(-1)[rows[out] * K + jid[out]] = BLOCKED
-            idx.append(p[out])
-            jids.append(jid[out])
+            blocked = np.flatnonzero(~fits)
+            st.cell_fate.reshape(-1)[rows[blocked] * K + jid[blocked]] = BLOCKED
+            out.add(p[blocked], jid[blocked])
 
     def cancel(self, eng, st, inst, rows, jid, n, when):
         raise NotImplementedError("a cell holds no copies to cancel")

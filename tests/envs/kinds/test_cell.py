@@ -235,6 +235,47 @@ def _busy_cell(drop):
 
 
 @pytest.mark.parametrize("drop", ["grown", "lowest_priority"])
+def test_bulk_session_events_equal_one_at_a_time(drop, monkeypatch):
+    """A row takes its sessions' CQI moves and ends in bulk where no drop can happen
+    (``CellKind._bulk``); the same keys taken one event at a time give the same run: every
+    outcome and the final channels, bit for bit (no handovers: their draws would come in
+    another order). Busy enough that both paths, drops and probes are exercised."""
+    from envs import Engine
+    from envs.kinds.cell import CellKind
+
+    spec = _busy_cell(drop)
+    raw = spec.to_dict()
+    for t in raw["cell"]["types"]:
+        del t["handover"]
+    spec = NetworkSpec.from_dict(raw)
+    runs, calls = [], []
+    bulk = CellKind._bulk
+
+    def counted(self, eng, st, p, rows, when, out):
+        done = bulk(self, eng, st, p, rows, when, out)
+        calls.append((done.sum(), done.size))
+        return done
+
+    for mode in ("bulk", "one"):
+        monkeypatch.setattr(CellKind, "_bulk", counted if mode == "bulk" else
+                            lambda self, eng, st, p, rows, when, out: np.zeros(rows.size, bool))
+        eng, rng, rows = Engine(spec, 128, seed=7), np.random.default_rng(0), []
+        for _ in range(150):
+            rows.append(eng.step((rng.random(128) < 0.8).astype(np.int64)))
+        rows.append(eng.drain())
+        done = Outcomes.concat(rows, 1)
+        order = np.lexsort((done.departure_time, done.step, done.env))
+        runs.append((done, order, eng.state))
+    (a, oa, sa), (b, ob, sb) = runs
+    for name in ("env", "step", "success", "accepted", "departure_time", "delay"):
+        assert np.array_equal(getattr(a, name)[oa], getattr(b, name)[ob]), name
+    assert np.array_equal(a.measures["dropped"][oa], b.measures["dropped"][ob]) and a.measures["dropped"].sum() >= 20
+    assert np.array_equal(sa.cell_moves, sb.cell_moves) and np.array_equal(sa.cell_cqi, sb.cell_cqi)
+    taken, tried = np.sum(calls, 0)
+    assert 0 < taken < tried  # both paths ran: rows in bulk and rows near C one event at a time
+
+
+@pytest.mark.parametrize("drop", ["grown", "lowest_priority"])
 def test_probe_is_exact(drop):
     """The probe's outcome for the UE arriving now equals what happens to it when it is
     admitted in a copy of the cell run with no further arrivals (handovers included); the
