@@ -1,7 +1,7 @@
 """Stability of redundancy-d: the predicted threshold lambda* = N / (d E[min(X_1..X_d)])
 against the one measured by simulation, for several copy laws and d = 1..4.
 
-    python experiments/stability.py                 # the full table (a few minutes)
+    python experiments/stability.py                 # the full table (about 40 minutes)
     python experiments/stability.py --quick         # two rows, small runs (what the tests run)
 
 How lambda* is measured: a bisection on the sign of the drift of the number in system.
