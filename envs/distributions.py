@@ -135,10 +135,6 @@ class PhaseMixture(Distribution):
         second = sum(2.0 * p / r**2 for p, r in zip(self.probs, self.rates, strict=True))
         return second / self.mean**2 - 1.0
 
-    def survival(self, x):
-        x = np.asarray(x, dtype=float)
-        return sum(p * np.exp(-r * np.maximum(x, 0.0)) for p, r in zip(self.probs, self.rates, strict=True))
-
     def sample(self, rng, size):
         phase = rng.choice(len(self.probs), size=size, p=np.asarray(self.probs))
         return rng.exponential(1.0, size) / np.asarray(self.rates)[phase]

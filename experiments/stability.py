@@ -37,7 +37,14 @@ import numpy as np
 from drl_ac.theory.redundancy import stability_threshold
 from envs import Engine, NetworkSpec
 from envs.arrivals import ClassArrivals, RenewalArrivals
-from envs.distributions import Deterministic, Exponential, Gamma, HyperExponential, PhaseMixture
+from envs.distributions import (
+    Deterministic,
+    Distribution,
+    Exponential,
+    Gamma,
+    HyperExponential,
+    PhaseMixture,
+)
 
 # (label, copies, size law in YAML form, the same law as a theory object)
 LAWS = {
@@ -59,6 +66,13 @@ def spec_for(servers: int, rate: float, d: int, copies: str, size: dict) -> Netw
     return NetworkSpec.from_dict({"name": "stability", "arrival": {"dist": "exponential", "rate": rate},
                                   "d_ub": 10, "eps": 0.1, "redundancy": {"servers": servers, "kind": "ps",
                                                                          "copies": copies, "size": size, "d": [d]}})
+
+
+def arrive_every(eng: Engine, gap: Distribution) -> None:
+    """From now on, arrivals in every instance with i.i.d. gaps ``gap``."""
+    arrivals = ClassArrivals([RenewalArrivals(gap)])
+    arrivals.reset(eng.rng, eng.B, start=eng.now)
+    eng.arrivals = arrivals
 
 
 def excess_sizes(rng: np.random.Generator, sizes: Callable[[np.random.Generator, int], np.ndarray], d: int,
@@ -87,9 +101,7 @@ def load_backlog(eng: Engine, per_server: int) -> None:
     count = per_server * eng.N
     d = int(eng.routing.choices[0])
     remaining = excess_sizes(eng.rng, eng.routing.sizes, d, count * eng.B).reshape(count, eng.B, eng.N)
-    burst = ClassArrivals([RenewalArrivals(Deterministic(1e-12))])
-    burst.reset(eng.rng, eng.B, start=eng.now)
-    eng.arrivals = burst
+    arrive_every(eng, Deterministic(1e-12))
     every, zero = np.arange(eng.B), np.zeros(eng.B, np.int64)
     for k in range(count):
         order = eng.jobs.order[every, eng.slot]  # the column j of a draw goes to server order[j]
@@ -100,9 +112,7 @@ def load_backlog(eng: Engine, per_server: int) -> None:
 def build_by_overload(eng: Engine, rate: float, until: float) -> None:
     """Run every instance at arrival rate ``rate`` (above the limit) up to time ``until``: a
     backlog for systems without a known fluid state to start from (experiments/pools.py)."""
-    build = ClassArrivals([RenewalArrivals(Exponential(1.0 / rate))])
-    build.reset(eng.rng, eng.B, start=eng.now)
-    eng.arrivals = build
+    arrive_every(eng, Exponential(1.0 / rate))
     zero = np.zeros(eng.B, np.int64)
     while eng.now.min() < until:
         eng.step(zero)
@@ -117,9 +127,7 @@ def drift(spec: NetworkSpec, rate: float, horizon: float, instances: int, seed: 
     load_backlog(eng, backlog)
     if build_rate is not None:
         build_by_overload(eng, build_rate, horizon / 4)
-    test = ClassArrivals([RenewalArrivals(Exponential(1.0 / rate))])
-    test.reset(eng.rng, instances, start=eng.now)
-    eng.arrivals = test
+    arrive_every(eng, Exponential(1.0 / rate))
     zero = np.zeros(instances, np.int64)
     t0, n0 = eng.now.copy(), eng.jobs_in_system().astype(float)
     while (eng.now - t0).min() < horizon:

@@ -31,7 +31,6 @@ import numpy as np
 from scipy.integrate import quad
 from scipy.optimize import minimize
 
-from drl_ac.theory.redundancy import PhaseMixture
 from drl_ac.theory.redundancy import survival as _envs_survival
 from envs.distributions import Deterministic, Distribution, Exponential
 
@@ -148,7 +147,7 @@ class _Law:
 
 def _law(size: Any, method: str) -> _Law:
     """Minimal interface: None (exponential, mean 1), a distribution of envs.distributions
-    (or redundancy.PhaseMixture), or any object with ``sf(x)`` (scipy.stats frozen laws) or
+    (PhaseMixture included), or any object with ``sf(x)`` (scipy.stats frozen laws) or
     ``survival(x)``, and ``mean`` (a number or a method, as in scipy)."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
@@ -159,7 +158,7 @@ def _law(size: Any, method: str) -> _Law:
         raise ValueError(f"the size law needs a finite mean > 0, got {mean!r} for {type(size).__name__}. "
                          "Fix: give an object with a mean (number or method), e.g. a scipy.stats frozen law.")
     mean = float(mean)
-    if isinstance(size, Distribution | PhaseMixture):
+    if isinstance(size, Distribution):
         sf = lambda x: float(_envs_survival(size, x))  # noqa: E731
     elif callable(getattr(size, "sf", None)):
         sf = lambda x: float(size.sf(x))  # noqa: E731

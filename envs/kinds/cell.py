@@ -17,10 +17,11 @@ replays exactly the paths the real cell would have seen, and consumes no random 
 CQI moves are simulated only for types whose demand depends on the CQI.
 
 Session events in bulk (``CellKind._bulk``): a row whose next event is a session's takes at
-once all its sessions' CQI moves (and, below a finite horizon, their ends) up to its next
-other event, when no drop can happen on the way; otherwise one event, as the loop would.
-The paths are the keys' either way, so the process is the same; only the number of rounds
-of the event loop falls (most of a busy cell's events are CQI moves between two arrivals).
+once all its sessions' CQI moves and ends up to its next other event, stopping before the
+first move that would push the PRBs in use above C (that one, and its drop, goes the exact
+one-event way). The paths are the keys' either way, so the process is the same; only the
+number of rounds of the event loop falls (most of a busy cell's events are CQI moves
+between two arrivals).
 
 A CQI move that makes the PRBs in use exceed C drops UEs by ``cell.drop``: ``grown``, the
 UE whose demand grew; ``lowest_priority``, UEs of the lowest priority first (among them the
@@ -55,7 +56,6 @@ _EMPTY = np.empty(0, np.int64)
 _CHUNK = 4  # CQI moves of a session drawn at once when applying many
 _BULK_SESSIONS = 16  # session slots from which a cell takes session events in bulk
 _LEVELS = CQI_LEVELS + 1  # a session's channel as one index: type * _LEVELS + CQI
-_NOWHERE = np.iinfo(np.int64).max
 
 
 def channel_uniform(key: np.ndarray, n: np.ndarray) -> np.ndarray:
