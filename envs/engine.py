@@ -170,9 +170,16 @@ class Engine:
                 "jobs": self.jobs.get_state(), "dynamics": {k: v.copy() for k, v in self.state.arrays().items()}}
 
     def set_state(self, state: dict) -> None:
-        if state["now"].shape != (self.B,) or state["dynamics"]["next_event"].shape[1] != self.E:
-            raise ValueError("simulator state: saved for a different number of instances or stations. "
-                             "Fix: resume with the same scenario and num_envs.")
+        if state["now"].shape != (self.B,):
+            raise ValueError(f"simulator state: saved for {state['now'].shape[0]} instances, not {self.B}. "
+                             "Fix: resume with the same num_envs.")
+        saved = {k: v.shape[1:] for k, v in state["dynamics"].items() if k not in self.job_arrays}
+        fresh = {k: v.shape[1:] for k, v in self.state.arrays().items() if k not in self.job_arrays}
+        differ = sorted(k for k in saved.keys() | fresh.keys() if saved.get(k) != fresh.get(k))
+        if differ:
+            raise ValueError(f"simulator state: arrays {differ} are missing, extra or of another shape here: "
+                             "saved for another scenario or by another version of envs. Fix: resume with the "
+                             "same scenario and version (a checkpoint's policy loads and runs without it).")
         self.t = int(state["t"])
         self.rng.bit_generator.state = state["rng"]
         self.now = np.array(state["now"])

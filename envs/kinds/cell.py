@@ -2,8 +2,10 @@
 types hold PRBs for their session, their demand following their channel (CQI).
 
 Event columns (``next_event``), in this order:
-* one per *session slot* (C / the smallest demand of any type: the most UEs the cell can
-  hold): the earlier of the session's end and its next CQI move;
+* one *session* column: the earliest session event. Each of the S session slots (C / the
+  smallest demand of any type: the most UEs the cell can hold) keeps its own next event,
+  the earlier of the session's end and its next CQI move, in ``cell_event`` (R, S): the
+  engine then looks for a row's next event among a few columns, not among C;
 * one per type with handover arrivals: the next handover (uncontrolled Poisson or renewal
   arrivals generated here, not decisions; ``exogenous``: a probe or ``drain`` turns them
   off, they are "further arrivals");
@@ -16,12 +18,13 @@ draws only, whoever simulates it: a probe (a copy of the cell with the blocked U
 replays exactly the paths the real cell would have seen, and consumes no random numbers.
 CQI moves are simulated only for types whose demand depends on the CQI.
 
-Session events in bulk (``CellKind._bulk``): a row whose next event is a session's takes at
-once all its sessions' CQI moves and ends up to its next other event, stopping before the
-first move that would push the PRBs in use above C (that one, and its drop, goes the exact
-one-event way). The paths are the keys' either way, so the process is the same; only the
-number of rounds of the event loop falls (most of a busy cell's events are CQI moves
-between two arrivals).
+Session events in bulk (``CellKind._bulk``): a row takes at once all its sessions' CQI moves
+and ends up to its next other event (after a handover or a refusal, in the same round),
+stopping before the first move that would push the PRBs in use above C; that one, and its
+drop, goes the exact one-event way (``_move``), then the row goes on in bulk. The paths are
+the keys' either way, so the process is the same; only the number of passes falls (most of
+a busy cell's events are CQI moves between two arrivals). UEs per (type, CQI band), an
+observation, are counted as channels change (``_recount``).
 
 A CQI move that makes the PRBs in use exceed C drops UEs by ``cell.drop``: ``grown``, the
 UE whose demand grew; ``lowest_priority``, UEs of the lowest priority first (among them the
@@ -170,15 +173,18 @@ class CellKind(StationGroup):
         self.handover_types = np.array([k for k, t in enumerate(cell.types) if t.handover is not None], np.int64)
         self.handovers = [cell.types[k].handover for k in self.handover_types]
         self.H = self.handover_types.size
-        self.refuse_col = self.S + self.H
-        self.slots = self.S + self.H + 1
-        self.exogenous = self.offset + self.S + np.arange(self.H)
+        self.refuse_col = 1 + self.H
+        self.slots = self.H + 2
+        self.exogenous = self.offset + 1 + np.arange(self.H)
         self.draws = UEDraws(cell)
         bands = np.zeros(CQI_LEVELS + 1, np.int64)
         for edge in cell.cqi_bands:
             bands[edge:] += 1
         self.band_of = bands
         self.bands = len(cell.cqi_bands) + 1 if cell.cqi_bands else 0
+        # UEs per (type, CQI band) are counted as channels change (``_recount``), not from
+        # the C slots at every decision; a channel's count: type * bands + its CQI's band
+        self.channel_band = (np.arange(self.T)[:, None] * self.bands + bands).ravel()
 
     # ------------------------------------------------------------------ state
     def init_state(self, rows: int) -> dict[str, np.ndarray]:
@@ -186,14 +192,16 @@ class CellKind(StationGroup):
         return {"cell_job": np.full((rows, S), -1, np.int64), "cell_type": np.zeros((rows, S), np.int64),
                 "cell_cqi": np.zeros((rows, S), np.int64), "cell_demand": np.zeros((rows, S), np.int64),
                 "cell_end": np.full((rows, S), np.inf), "cell_next": np.full((rows, S), np.inf),
+                "cell_event": np.full((rows, S), np.inf),
                 "cell_start": np.zeros((rows, S)), "cell_moves": np.zeros((rows, S), np.int64),
                 "cell_key": np.zeros((rows, S), np.uint64), "cell_used": np.zeros(rows, np.int64),
-                "cell_ues": np.zeros((rows, self.T), np.int64), "cell_refused": np.full(rows, -1, np.int64)}
+                "cell_ues": np.zeros((rows, self.T), np.int64), "cell_refused": np.full(rows, -1, np.int64),
+                "cell_bands": np.zeros((rows, self.T * self.bands), np.int64)}
 
     def start(self, eng: Engine, st: State, rows: np.ndarray) -> None:
         """First handover of every type with handovers (instances start at ``eng.start``)."""
         for j, proc in enumerate(self.handovers):
-            st.next_event[rows, self.offset + self.S + j] = proc.next_after(eng.rng, eng.start[rows])
+            st.next_event[rows, self.offset + 1 + j] = proc.next_after(eng.rng, eng.start[rows])
 
     def clear(self, st: State, rows: np.ndarray) -> None:
         fresh = self.init_state(rows.size)
@@ -214,12 +222,26 @@ class CellKind(StationGroup):
         every = np.arange(eng.B)
         demand = self.table[jobs.job_class[every, eng.slot], jobs.cqi0[every, eng.slot]]
         out = [st.cell_ues, st.cell_used[:, None], demand[:, None]]
-        if bands:  # counted over the sessions present only: most of the C slots are empty
-            nb = self.bands
-            q = np.flatnonzero(st.cell_job >= 0)
-            code = (q // self.S * self.T + st.cell_type.reshape(-1)[q]) * nb + self.band_of[st.cell_cqi.reshape(-1)[q]]
-            out.append(np.bincount(code, minlength=eng.B * self.T * nb).reshape(eng.B, self.T * nb))
+        if bands:
+            out.append(st.cell_bands)
         return out
+
+    def _recount(self, st: State, rows, old, new) -> None:
+        """UEs per (type, CQI band) of ``rows`` (repeats allowed) after channels ``old`` became
+        ``new`` (type * 16 + CQI; None: a UE enters or leaves)."""
+        if not self.bands:
+            return
+        flat, base = st.cell_bands.reshape(-1), rows * (self.T * self.bands)
+        if old is not None and new is not None:
+            old, new = self.channel_band[old], self.channel_band[new]
+            moved = np.flatnonzero(old != new)
+            base, old, new = base[moved], old[moved], new[moved]
+        else:
+            old, new = (None, self.channel_band[new]) if old is None else (self.channel_band[old], None)
+        if old is not None:
+            np.subtract.at(flat, base + old, 1)
+        if new is not None:
+            np.add.at(flat, base + new, 1)
 
     # ------------------------------------------------------------------ events
     def arrive(self, eng: Engine, st: State, inst, rows, jid, n, when) -> None:
@@ -266,9 +288,12 @@ class CellKind(StationGroup):
             nxt = when - np.log(channel_uniform(key, np.ones(rows.size, np.uint64))) * stay
             st.cell_next.reshape(-1)[q] = nxt
             event = np.minimum(end, nxt)
-        st.next_event.reshape(-1)[rows * eng.E + self.offset + s] = event
+        st.cell_event.reshape(-1)[q] = event
+        at = rows * eng.E + self.offset  # rows are distinct
+        st.next_event.reshape(-1)[at] = np.minimum(st.next_event.reshape(-1)[at], event)
         st.cell_used[rows] += d
         st.cell_ues.reshape(-1)[rows * self.T + typ] += 1
+        self._recount(st, rows, None, typ * _LEVELS + cqi)
         K = eng.jobs.capacity
         st.observer.started(st, rows, jid, (inst[rows] * K + jid) * eng.N + self.stations[0], when,
                             np.zeros(rows.size), session, None)
@@ -282,144 +307,168 @@ class CellKind(StationGroup):
         else:
             st.cell_used[rows] -= st.cell_demand.reshape(-1)[q]
             st.cell_ues.reshape(-1)[rows * self.T + st.cell_type.reshape(-1)[q]] -= 1
+        self._recount(st, rows, st.cell_type.reshape(-1)[q] * _LEVELS + st.cell_cqi.reshape(-1)[q], None)
         st.cell_job.reshape(-1)[q] = -1
         st.cell_end.reshape(-1)[q] = np.inf
         st.cell_next.reshape(-1)[q] = np.inf
-        st.next_event.reshape(-1)[rows * eng.E + self.offset + q - rows * self.S] = np.inf
+        st.cell_event.reshape(-1)[q] = np.inf  # the session column: ``_next_session``
+
+    def _next_session(self, st: State, rows) -> None:
+        """The session column of ``rows``: their earliest session event."""
+        st.next_event[rows, self.offset] = st.cell_event[rows].min(1)
 
     def handle(self, eng: Engine, st: State, inst, rows, slot, when):
-        """Returns the UEs that left, with their times: a row may take several events at once."""
+        """Returns the UEs that left, with their times: a row may take several events at once.
+        In bulk, every row of the round then goes on with its session events (``_sessions``)."""
         col = slot - self.offset
         out = _Exits(when)
-        session = col < self.S
+        session = col == 0
         if session.all():
-            self._sessions(eng, st, np.arange(rows.size), rows, col, when, out)
+            p = np.arange(rows.size)
         else:
-            p = np.flatnonzero(session)
-            if p.size:
-                self._sessions(eng, st, p, rows[p], col[p], when[p], out)
             p = np.flatnonzero(col == self.refuse_col)
             if p.size:
                 r = rows[p]
                 out.add(p, st.cell_refused[r].copy())
                 st.next_event.reshape(-1)[r * eng.E + self.offset + self.refuse_col] = np.inf
-            p = np.flatnonzero((col >= self.S) & (col < self.refuse_col))
+            p = np.flatnonzero((col > 0) & (col < self.refuse_col))
             if p.size:
-                self._handovers(eng, st, inst, p, rows[p], col[p] - self.S, when[p], out)
+                self._handovers(eng, st, inst, p, rows[p], col[p] - 1, when[p], out)
+            p = np.arange(rows.size) if self.bulk else np.flatnonzero(session)
+        if p.size:
+            self._sessions(eng, st, p, rows[p], when[p], out)
         return out.result()
 
-    def _sessions(self, eng, st, p, rows, s, when, out: _Exits) -> None:
-        """Session events (an end or a CQI move): in bulk where exact (``_bulk``), else one."""
+    def _sessions(self, eng, st, p, rows, when, out: _Exits) -> None:
+        """Session events (an end or a CQI move). In bulk (``_bulk``): every event of the rows
+        before their next other event, the CQI moves that push the PRBs in use above C one at
+        a time in between (``_move``, with the drops). Else the one event due now."""
         if self.bulk:
-            slow = np.flatnonzero(~self._bulk(eng, st, p, rows, when, out))
-            if not slow.size:
-                return
-            p, rows, s, when = p[slow], rows[slow], s[slow], when[slow]
-        q = rows * self.S + s
+            while rows.size:
+                over = self._bulk(eng, st, p, rows, when, out)
+                stop = np.flatnonzero(over >= 0)
+                p, rows, q = p[stop], rows[stop], over[stop]
+                if stop.size:
+                    when = st.cell_next.reshape(-1)[q]
+                    self._move(eng, st, p, rows, q - rows * self.S, q, when, out)
+            return
+        q = rows * self.S + st.cell_event[rows].argmin(1)
         ending = st.cell_end.reshape(-1)[q] <= when
         if ending.any():
             e = np.flatnonzero(ending)
             out.add(p[e], st.cell_job.reshape(-1)[q[e]])
             self._free(eng, st, rows[e], q[e])
+            self._next_session(st, rows[e])
         m = np.flatnonzero(~ending)
         if m.size:
-            self._move(eng, st, p[m], rows[m], s[m], q[m], when[m], out)
+            self._move(eng, st, p[m], rows[m], q[m] - rows[m] * self.S, q[m], when[m], out)
 
     def _bulk(self, eng, st, p, rows, when, out: _Exits) -> np.ndarray:
-        """Rows (distinct) whose next event is a session's take at once every session event
-        (CQI moves and ends) before their next other event, up to the horizon and up to the
-        first CQI move that would push the PRBs in use above C (left for the exact path).
-        Sessions' channels are independent, so the order of their moves matters only through
-        drops: before the first possible drop, applying them together is exact. Returns the
-        rows that took at least one event; the others (their first event is a drop) take it
-        one at a time. With no horizon (a probe, a drain) a row goes only to its next end."""
-        S, o = self.S, self.offset
+        """Rows (distinct) take at once every session event (CQI moves and ends) from ``when``
+        to their next other event, up to the horizon and up to the first CQI move that would
+        push the PRBs in use above C. Sessions' channels are independent, so the order of
+        their moves matters only through drops: before the first possible drop, applying them
+        together is exact. Returns per row the (flat) session whose move would overflow, now
+        the row's next event (for ``_move``), else -1. With no horizon (a probe, a drain) a
+        row goes only to its next end."""
+        S = self.S
         horizon = st.horizon[rows]
-        ev = st.next_event[rows, o:o + self.slots]  # a session's column: its end or next move
-        other = ev[:, S:].min(1)
+        other = st.next_event[rows, self.offset + 1:self.offset + self.slots].min(1)
         endless = np.flatnonzero(np.isinf(horizon))
         if endless.size:
             other[endless] = np.minimum(other[endless], st.cell_end[rows[endless]].min(1))
         until = np.minimum(np.maximum(other, np.nextafter(when, np.inf)),  # the event due now goes (ties)
                            np.nextafter(horizon, np.inf))  # events at times < until
-        i, s = np.nonzero(ev[:, :S] < until[:, None])
-        q = rows[i] * S + s
+        k = np.flatnonzero(st.cell_event[rows] < until[:, None])  # sessions with events before
+        i = k // S
+        q = rows[i] * S + (k - i * S)
         end = st.cell_end.reshape(-1)[q]
         tc0 = st.cell_type.reshape(-1)[q] * _LEVELS + st.cell_cqi.reshape(-1)[q]
         moves0 = st.cell_moves.reshape(-1)[q]
-        j, t, tc, after = self._paths(tc0, moves0, st.cell_next.reshape(-1)[q], st.cell_key.reshape(-1)[q],
-                                      np.minimum(until[i], end))
         table = self.table.reshape(-1)
-        first = np.searchsorted(j, np.arange(q.size))  # each session's first move in (j, t, tc)
-        count = np.diff(np.append(first, j.size))
-        prev = tc0[j]
-        later = np.flatnonzero(np.arange(j.size) > first[j])
-        prev[later] = tc[later - 1]
-        final = np.where(count > 0, tc[np.maximum(first + count - 1, 0)], tc0) if j.size else tc0
-        ends = np.flatnonzero(end < until[i])
-        cut = self._first_overflow(st.cell_used[rows], until, np.concatenate([i[j], i[ends]]),
-                                   np.concatenate([t, end[ends]]),
-                                   np.concatenate([table[tc] - table[prev], -table[final[ends]]]))
-        done = np.bincount(i[ev[i, s] < cut[i]], minlength=rows.size) > 0
-        applied = np.bincount(j[t < cut[i[j]]], minlength=q.size)  # a prefix of each session's moves
-        keep = np.flatnonzero(done[i])
-        i, q, end, tc0, applied, first, count = (a[keep] for a in (i, q, end, tc0, applied, first, count))
-        tc = np.where(applied > 0, tc[np.maximum(first + applied - 1, 0)], tc0) if j.size else tc0
-        nxt = np.where(applied < count, t[np.minimum(first + applied, max(j.size - 1, 0))], after[keep]) \
-            if j.size else after[keep]
+        j, t, before, after, tc, moves, nxt = self._paths(tc0, moves0, st.cell_next.reshape(-1)[q],
+                                                          st.cell_key.reshape(-1)[q], np.minimum(until[i], end))
+        delta = table[after] - table[before]
+        cut, over = self._first_overflow(st.cell_used[rows], until, i, j, t, delta, end, table[tc])
+        stopped = cut < until
+        if stopped.any():  # sessions of those rows take only their moves before the cut
+            m = np.flatnonzero(stopped[i[j]])
+            late = m[t[m] >= cut[i[j[m]]]]
+            first = np.full(q.size, j.size)
+            np.minimum.at(first, j[late], late)  # a session's moves come in time order
+            held = np.flatnonzero(first < j.size)
+            tc[held], nxt[held] = before[first[held]], t[first[held]]
+            moves -= np.bincount(j[late], minlength=q.size)
+        if q.size:
+            over = np.where(over >= 0, q[np.maximum(over, 0)], -1)
         r = rows[i]
         new = table[tc]
+        self._recount(st, r, tc0, tc)
         st.cell_cqi.reshape(-1)[q] = tc % _LEVELS
-        st.cell_moves.reshape(-1)[q] = moves0[keep] + applied
+        st.cell_moves.reshape(-1)[q] = moves
         st.cell_next.reshape(-1)[q] = nxt
         st.cell_used[rows] += np.bincount(i, new - table[tc0], rows.size).astype(np.int64)
         st.cell_demand.reshape(-1)[q] = new
-        st.next_event.reshape(-1)[r * eng.E + o + q - r * S] = np.minimum(end, nxt)
+        st.cell_event.reshape(-1)[q] = np.minimum(end, nxt)
         ending = np.flatnonzero(end < cut[i])
         if ending.size:
             out.add(p[i[ending]], st.cell_job.reshape(-1)[q[ending]], end[ending])
             self._free(eng, st, r[ending], q[ending], repeats=True)
-        return done
+        self._next_session(st, rows)
+        return over
 
-    def _first_overflow(self, used, until, row, time, delta) -> np.ndarray:
-        """Per row: the time of the first event after which the PRBs in use (``used`` plus the
-        demand changes ``delta`` in time order) exceed C, else ``until``."""
-        cut = until.copy()
-        if not row.size:
-            return cut
+    def _first_overflow(self, used, until, i, j, t, delta, end, gone) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: the time of the first event after which the PRBs in use exceed C, else
+        ``until``; and that move's session, else -1. Events: the moves (session ``j``, time
+        ``t``, demand change ``delta``) and the ends before ``until`` (of sessions of rows
+        ``i``, freeing ``gone`` PRBs), on top of ``used``. Only rows whose every increase
+        together could exceed C are put in time order."""
+        cut, over = until.copy(), np.full(until.size, -1)
+        rise = np.bincount(i[j], np.maximum(delta, 0), until.size)
+        risky = used + rise > self.C
+        if not risky.any():
+            return cut, over
+        m = np.flatnonzero(risky[i[j]])
+        e = np.flatnonzero(risky[i] & (end < until[i]))
+        row = np.concatenate([i[j[m]], i[e]])
+        time = np.concatenate([t[m], end[e]])
         order = np.lexsort((time, row))
-        row, time, level = row[order], time[order], np.cumsum(delta[order])
+        row, time = row[order], time[order]
+        level = np.cumsum(np.concatenate([delta[m], -gone[e]])[order])
         start = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
         level -= np.repeat(np.r_[0, level[start[1:] - 1]], np.diff(np.append(start, row.size)))
-        over = np.flatnonzero(used[row] + level > self.C)
-        if over.size:
-            firsts = over[np.r_[True, row[over[1:]] != row[over[:-1]]]]
+        high = np.flatnonzero(used[row] + level > self.C)
+        if high.size:
+            firsts = high[np.r_[True, row[high[1:]] != row[high[:-1]]]]
             cut[row[firsts]] = time[firsts]
-        return cut
+            over[row[firsts]] = j[m[order[firsts]]]  # a move: ends never overflow
+        return cut, over
 
     def _paths(self, tc, moves, nxt, key, until):
         """Every CQI move of sessions at times < ``until``: flat arrays (session, time, channel
-        after it) in session then time order, and each session's first move at or after."""
-        nxt = nxt.copy()
-        found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        before, channel after), each session's moves in time order; and per session its
+        channel after them, its moves so far and the time of its next move."""
+        tc, moves, nxt = tc.copy(), moves.copy(), nxt.copy()
+        found: list[tuple[np.ndarray, ...]] = []
         todo, k = np.flatnonzero(nxt < until), _CHUNK  # not those that only end
-        tc, moves = tc.copy(), moves.copy()
         while todo.size:
-            path, times = self._chunk(tc[todo], moves[todo], nxt[todo], key[todo], k)
+            start = tc[todo]
+            path, times = self._chunk(start, moves[todo], nxt[todo], key[todo], k)
             take = times[:, :k] < until[todo, None]  # a prefix: times increase
             n = take.sum(1)
             a, c = np.nonzero(take)
-            found.append((todo[a], times[a, c], path[a, c]))
+            after = path[a, c]
+            before = np.where(c > 0, path[a, np.maximum(c - 1, 0)], start[a])
+            found.append((todo[a], times[a, c], before, after))
             at = np.arange(todo.size)
-            tc[todo] = np.where(n > 0, path[at, n - 1], tc[todo])
+            tc[todo] = np.where(n > 0, path[at, n - 1], start)
             moves[todo] += n
             nxt[todo] = times[at, n]
             todo, k = todo[n == k], 2 * k  # fewer sessions with more moves left
         if not found:
-            return _EMPTY, np.empty(0), _EMPTY, nxt
-        j, t, c = (np.concatenate(x) for x in zip(*found, strict=True))
-        order = np.argsort(j, kind="stable")  # chunks come in time order per session
-        return j[order], t[order], c[order], nxt
+            return _EMPTY, np.empty(0), _EMPTY, _EMPTY, tc, moves, nxt
+        j, t, before, after = (np.concatenate(x) for x in zip(*found, strict=True))
+        return j, t, before, after, tc, moves, nxt
 
     def _chunk(self, tc, moves, nxt, key, k: int):
         """The next ``k`` moves of sessions' channels (``tc``: type * 16 + CQI), wherever they
@@ -441,18 +490,22 @@ class CellKind(StationGroup):
         path, times = self._chunk(typ * _LEVELS + st.cell_cqi.reshape(-1)[q], moves - 1, when,
                                   st.cell_key.reshape(-1)[q], 1)
         cqi, nxt = path[:, 0] % _LEVELS, times[:, 1]
+        self._recount(st, rows, typ * _LEVELS + st.cell_cqi.reshape(-1)[q], path[:, 0])
         st.cell_cqi.reshape(-1)[q] = cqi
         st.cell_moves.reshape(-1)[q] = moves
         st.cell_next.reshape(-1)[q] = nxt
-        st.next_event.reshape(-1)[rows * eng.E + self.offset + s] = np.minimum(st.cell_end.reshape(-1)[q], nxt)
+        st.cell_event.reshape(-1)[q] = np.minimum(st.cell_end.reshape(-1)[q], nxt)
         demand = st.cell_demand.reshape(-1)
         new = self.table[typ, cqi]
         st.cell_used[rows] += new - demand[q]
         demand[q] = new
-        over = st.cell_used[rows] > self.C
-        if not over.any():
-            return
-        todo = np.flatnonzero(over)
+        over = np.flatnonzero(st.cell_used[rows] > self.C)
+        if over.size:
+            self._drop(eng, st, p, rows, s, q, when, over, out)
+        self._next_session(st, rows)
+
+    def _drop(self, eng, st, p, rows, s, q, when, todo, out: _Exits) -> None:
+        """Rows ``todo`` of a CQI move (of sessions ``s``) exceed C: drop by the cell's rule."""
         K = eng.jobs.capacity
         fate = st.cell_fate.reshape(-1)
         if self.cell.drop == "grown":
@@ -460,7 +513,7 @@ class CellKind(StationGroup):
             jid = st.cell_job.reshape(-1)[v]
             fate[r * K + jid] = DROPPED
             self._free(eng, st, r, v)
-            out.add(p[todo], jid)
+            out.add(p[todo], jid, when[todo])
             return
         while todo.size:  # lowest_priority: one victim per row and round until the rest fit
             r, g = rows[todo], s[todo]
@@ -474,7 +527,7 @@ class CellKind(StationGroup):
             jid = st.cell_job.reshape(-1)[v]
             fate[r * K + jid] = DROPPED
             self._free(eng, st, r, v)
-            out.add(p[todo], jid)
+            out.add(p[todo], jid, when[todo])
             todo = todo[st.cell_used[r] > self.C]
 
     def _handovers(self, eng, st, inst, p, rows, h, when, out: _Exits) -> None:
@@ -484,7 +537,7 @@ class CellKind(StationGroup):
         for j, proc in enumerate(self.handovers):
             sel = np.flatnonzero(h == j)
             if sel.size:
-                st.next_event.reshape(-1)[rows[sel] * eng.E + self.offset + self.S + j] = proc.next_after(rng, when[sel])
+                st.next_event.reshape(-1)[rows[sel] * eng.E + self.offset + 1 + j] = proc.next_after(rng, when[sel])
         typ = self.handover_types[h]
         session, cqi, key = self.draws.sample(rng, typ)
         jobs = eng.jobs

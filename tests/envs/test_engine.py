@@ -146,3 +146,25 @@ def test_holding_integrates_the_jobs_in_system(scenario):
     still = np.where(live, sim.now[:, None] - sim.jobs.arrival_time, 0.0).sum(1)
     np.testing.assert_allclose(area, total + still, rtol=1e-9)
     assert (sim.holding >= 0).all() and area.min() > 0
+
+
+def test_state_resumes_the_same_run_and_refuses_a_foreign_one():
+    """``get_state``/``set_state`` continue a run exactly; a state of another scenario or
+    another layout of the arrays is refused, naming the arrays, before anything is set."""
+    spec = load_spec("cell_5g")
+    eng = Engine(spec, 16, seed=3)
+    for _ in range(50):
+        eng.step(np.ones(16, np.int64))
+    saved = eng.get_state()
+    ahead = [eng.step(np.ones(16, np.int64)).departure_time for _ in range(20)]
+    twin = Engine(spec, 16, seed=99)
+    twin.set_state(saved)
+    for expected in ahead:
+        np.testing.assert_array_equal(twin.step(np.ones(16, np.int64)).departure_time, expected)
+    del saved["dynamics"]["cell_bands"]
+    with pytest.raises(ValueError, match=r"\['cell_bands'\].*same scenario and version"):
+        twin.set_state(saved)
+    with pytest.raises(ValueError, match="cell_"):
+        Engine(load_spec("paper_tandem"), 16, seed=0).set_state(eng.get_state())
+    with pytest.raises(ValueError, match="16 instances, not 8"):
+        Engine(spec, 8, seed=0).set_state(eng.get_state())

@@ -161,8 +161,8 @@ def _trace_engine(drop, video_priority=1):
     assert eng.now[0] == 3.0 and st.cell_used[0] == 9 and list(st.cell_ues[0]) == [2, 1]
     video = np.flatnonzero((st.cell_job[0] >= 0) & (st.cell_type[0] == 0))
     for s, at in zip(video, (3.05, 3.1), strict=True):  # both videos drop from CQI 7 to 6 (the only way)
-        st.cell_next[0, s] = at
-        st.next_event[0, kind.offset + s] = at
+        st.cell_next[0, s] = st.cell_event[0, s] = at
+    st.next_event[0, kind.offset] = 3.05  # the session column: the earliest session event
     return eng
 
 
@@ -241,38 +241,50 @@ def test_bulk_session_events_equal_one_at_a_time(drop, monkeypatch):
     outcome and the final channels, bit for bit (no handovers: their draws would come in
     another order). Busy enough that both paths, drops and probes are exercised."""
     from envs import Engine
+    from envs.kinds import cell as cell_kind
     from envs.kinds.cell import CellKind
 
     spec = _busy_cell(drop)
     raw = spec.to_dict()
     for t in raw["cell"]["types"]:
         del t["handover"]
+    raw["cell"]["cqi_bands"] = [6, 8]  # UEs per (type, band): counted as channels move
     spec = NetworkSpec.from_dict(raw)
-    runs, calls = [], []
-    bulk = CellKind._bulk
+    runs, moves = [], []
+    exact_move = CellKind._move
 
-    def counted(self, eng, st, p, rows, when, out):
-        done = bulk(self, eng, st, p, rows, when, out)
-        calls.append((done.sum(), done.size))
-        return done
+    def counted(self, eng, st, p, rows, s, q, when, out):
+        moves.append(rows.size)
+        return exact_move(self, eng, st, p, rows, s, q, when, out)
 
+    monkeypatch.setattr(CellKind, "_move", counted)
     for mode in ("bulk", "one"):
-        monkeypatch.setattr(CellKind, "_bulk", counted if mode == "bulk" else
-                            lambda self, eng, st, p, rows, when, out: np.zeros(rows.size, bool))
+        monkeypatch.setattr(cell_kind, "_BULK_SESSIONS", 1 if mode == "bulk" else 1 << 30)
         eng, rng, rows = Engine(spec, 128, seed=7), np.random.default_rng(0), []
+        assert eng.kinds[0].bulk == (mode == "bulk")
         for _ in range(150):
             rows.append(eng.step((rng.random(128) < 0.8).astype(np.int64)))
+        st = eng.state
+        live = st.cell_job >= 0
+        for k in range(2):  # the bands' counts against a count of the sessions present
+            for band, (lo, hi) in enumerate([(1, 6), (6, 8), (8, 16)]):
+                count = (live & (st.cell_type == k) & (st.cell_cqi >= lo) & (st.cell_cqi < hi)).sum(1)
+                assert np.array_equal(st.cell_bands[:, 3 * k + band], count)
+        assert st.cell_bands.sum() > 100
         rows.append(eng.drain())
+        assert not eng.state.cell_bands.any()
         done = Outcomes.concat(rows, 1)
         order = np.lexsort((done.departure_time, done.step, done.env))
         runs.append((done, order, eng.state))
+        if mode == "bulk":
+            in_bulk, moves = sum(moves), []
     (a, oa, sa), (b, ob, sb) = runs
     for name in ("env", "step", "success", "accepted", "departure_time", "delay"):
         assert np.array_equal(getattr(a, name)[oa], getattr(b, name)[ob]), name
     assert np.array_equal(a.measures["dropped"][oa], b.measures["dropped"][ob]) and a.measures["dropped"].sum() >= 20
     assert np.array_equal(sa.cell_moves, sb.cell_moves) and np.array_equal(sa.cell_cqi, sb.cell_cqi)
-    taken, tried = np.sum(calls, 0)
-    assert 0 < taken < tried  # both paths ran: rows in bulk and rows near C one event at a time
+    # both paths ran: in bulk, the moves that overflow went one at a time, a small part of all
+    assert 0 < in_bulk < sum(moves) / 10
 
 
 @pytest.mark.parametrize("drop", ["grown", "lowest_priority"])
