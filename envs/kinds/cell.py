@@ -2,9 +2,10 @@
 types hold PRBs for their session, their demand following their channel (CQI).
 
 Event columns (``next_event``), in this order:
-* one *session* column: the earliest session event. Each of the S session slots (C / the
-  smallest demand of any type: the most UEs the cell can hold) keeps its own next event,
-  the earlier of the session's end and its next CQI move, in ``cell_event`` (R, S): the
+* the *session* columns. Each of the S session slots (C / the smallest demand of any type:
+  the most UEs the cell can hold) has a next event, the earlier of the session's end and
+  its next CQI move. A small cell gives each its own column; a cell run in bulk (below)
+  keeps them in ``cell_event`` (R x S) and gives the engine one column, the earliest: the
   engine then looks for a row's next event among a few columns, not among C;
 * one per type with handover arrivals: the next handover (uncontrolled Poisson or renewal
   arrivals generated here, not decisions; ``exogenous``: a probe or ``drain`` turns them
@@ -173,9 +174,10 @@ class CellKind(StationGroup):
         self.handover_types = np.array([k for k, t in enumerate(cell.types) if t.handover is not None], np.int64)
         self.handovers = [cell.types[k].handover for k in self.handover_types]
         self.H = self.handover_types.size
-        self.refuse_col = 1 + self.H
-        self.slots = self.H + 2
-        self.exogenous = self.offset + 1 + np.arange(self.H)
+        self.session_columns = 1 if self.bulk else self.S
+        self.refuse_col = self.session_columns + self.H
+        self.slots = self.refuse_col + 1
+        self.exogenous = self.offset + self.session_columns + np.arange(self.H)
         self.draws = UEDraws(cell)
         bands = np.zeros(CQI_LEVELS + 1, np.int64)
         for edge in cell.cqi_bands:
@@ -192,16 +194,16 @@ class CellKind(StationGroup):
         return {"cell_job": np.full((rows, S), -1, np.int64), "cell_type": np.zeros((rows, S), np.int64),
                 "cell_cqi": np.zeros((rows, S), np.int64), "cell_demand": np.zeros((rows, S), np.int64),
                 "cell_end": np.full((rows, S), np.inf), "cell_next": np.full((rows, S), np.inf),
-                "cell_event": np.full((rows, S), np.inf),
                 "cell_start": np.zeros((rows, S)), "cell_moves": np.zeros((rows, S), np.int64),
                 "cell_key": np.zeros((rows, S), np.uint64), "cell_used": np.zeros(rows, np.int64),
                 "cell_ues": np.zeros((rows, self.T), np.int64), "cell_refused": np.full(rows, -1, np.int64),
-                "cell_bands": np.zeros((rows, self.T * self.bands), np.int64)}
+                "cell_bands": np.zeros((rows, self.T * self.bands), np.int64),
+                **({"cell_event": np.full((rows, S), np.inf)} if self.bulk else {})}
 
     def start(self, eng: Engine, st: State, rows: np.ndarray) -> None:
         """First handover of every type with handovers (instances start at ``eng.start``)."""
         for j, proc in enumerate(self.handovers):
-            st.next_event[rows, self.offset + 1 + j] = proc.next_after(eng.rng, eng.start[rows])
+            st.next_event[rows, self.offset + self.session_columns + j] = proc.next_after(eng.rng, eng.start[rows])
 
     def clear(self, st: State, rows: np.ndarray) -> None:
         fresh = self.init_state(rows.size)
@@ -228,9 +230,7 @@ class CellKind(StationGroup):
 
     def _recount(self, st: State, rows, old, new) -> None:
         """UEs per (type, CQI band) of ``rows`` (repeats allowed) after channels ``old`` became
-        ``new`` (type * 16 + CQI; None: a UE enters or leaves)."""
-        if not self.bands:
-            return
+        ``new`` (type * 16 + CQI; None: a UE enters or leaves). Only where bands are observed."""
         flat, base = st.cell_bands.reshape(-1), rows * (self.T * self.bands)
         if old is not None and new is not None:
             old, new = self.channel_band[old], self.channel_band[new]
@@ -288,12 +288,14 @@ class CellKind(StationGroup):
             nxt = when - np.log(channel_uniform(key, np.ones(rows.size, np.uint64))) * stay
             st.cell_next.reshape(-1)[q] = nxt
             event = np.minimum(end, nxt)
-        st.cell_event.reshape(-1)[q] = event
-        at = rows * eng.E + self.offset  # rows are distinct
-        st.next_event.reshape(-1)[at] = np.minimum(st.next_event.reshape(-1)[at], event)
+        self._schedule(eng, st, rows, q, event)
+        if self.bulk:  # rows are distinct
+            at = rows * eng.E + self.offset
+            st.next_event.reshape(-1)[at] = np.minimum(st.next_event.reshape(-1)[at], event)
         st.cell_used[rows] += d
         st.cell_ues.reshape(-1)[rows * self.T + typ] += 1
-        self._recount(st, rows, None, typ * _LEVELS + cqi)
+        if self.bands:
+            self._recount(st, rows, None, typ * _LEVELS + cqi)
         K = eng.jobs.capacity
         st.observer.started(st, rows, jid, (inst[rows] * K + jid) * eng.N + self.stations[0], when,
                             np.zeros(rows.size), session, None)
@@ -307,14 +309,23 @@ class CellKind(StationGroup):
         else:
             st.cell_used[rows] -= st.cell_demand.reshape(-1)[q]
             st.cell_ues.reshape(-1)[rows * self.T + st.cell_type.reshape(-1)[q]] -= 1
-        self._recount(st, rows, st.cell_type.reshape(-1)[q] * _LEVELS + st.cell_cqi.reshape(-1)[q], None)
+        if self.bands:
+            self._recount(st, rows, st.cell_type.reshape(-1)[q] * _LEVELS + st.cell_cqi.reshape(-1)[q], None)
         st.cell_job.reshape(-1)[q] = -1
         st.cell_end.reshape(-1)[q] = np.inf
         st.cell_next.reshape(-1)[q] = np.inf
-        st.cell_event.reshape(-1)[q] = np.inf  # the session column: ``_next_session``
+        self._schedule(eng, st, rows, q, np.inf)
+
+    def _schedule(self, eng: Engine, st: State, rows, q, event) -> None:
+        """The next event of sessions ``q`` (flat) of ``rows``: a small cell's own columns; in
+        bulk, ``cell_event`` (the session column is set by ``_next_session``)."""
+        if self.bulk:
+            st.cell_event.reshape(-1)[q] = event
+        else:
+            st.next_event.reshape(-1)[rows * eng.E + self.offset + q - rows * self.S] = event
 
     def _next_session(self, st: State, rows) -> None:
-        """The session column of ``rows``: their earliest session event."""
+        """The session column of ``rows`` in bulk: their earliest session event."""
         st.next_event[rows, self.offset] = st.cell_event[rows].min(1)
 
     def handle(self, eng: Engine, st: State, inst, rows, slot, when):
@@ -322,7 +333,7 @@ class CellKind(StationGroup):
         In bulk, every row of the round then goes on with its session events (``_sessions``)."""
         col = slot - self.offset
         out = _Exits(when)
-        session = col == 0
+        session = col < self.session_columns
         if session.all():
             p = np.arange(rows.size)
         else:
@@ -331,18 +342,19 @@ class CellKind(StationGroup):
                 r = rows[p]
                 out.add(p, st.cell_refused[r].copy())
                 st.next_event.reshape(-1)[r * eng.E + self.offset + self.refuse_col] = np.inf
-            p = np.flatnonzero((col > 0) & (col < self.refuse_col))
+            p = np.flatnonzero(~session & (col < self.refuse_col))
             if p.size:
-                self._handovers(eng, st, inst, p, rows[p], col[p] - 1, when[p], out)
+                self._handovers(eng, st, inst, p, rows[p], col[p] - self.session_columns, when[p], out)
             p = np.arange(rows.size) if self.bulk else np.flatnonzero(session)
         if p.size:
-            self._sessions(eng, st, p, rows[p], when[p], out)
+            self._sessions(eng, st, p, rows[p], col[p], when[p], out)
         return out.result()
 
-    def _sessions(self, eng, st, p, rows, when, out: _Exits) -> None:
+    def _sessions(self, eng, st, p, rows, s, when, out: _Exits) -> None:
         """Session events (an end or a CQI move). In bulk (``_bulk``): every event of the rows
         before their next other event, the CQI moves that push the PRBs in use above C one at
-        a time in between (``_move``, with the drops). Else the one event due now."""
+        a time in between (``_move``, with the drops). Else the one event due now, of session
+        ``s``."""
         if self.bulk:
             while rows.size:
                 over = self._bulk(eng, st, p, rows, when, out)
@@ -352,16 +364,15 @@ class CellKind(StationGroup):
                     when = st.cell_next.reshape(-1)[q]
                     self._move(eng, st, p, rows, q - rows * self.S, q, when, out)
             return
-        q = rows * self.S + st.cell_event[rows].argmin(1)
+        q = rows * self.S + s
         ending = st.cell_end.reshape(-1)[q] <= when
         if ending.any():
             e = np.flatnonzero(ending)
             out.add(p[e], st.cell_job.reshape(-1)[q[e]])
             self._free(eng, st, rows[e], q[e])
-            self._next_session(st, rows[e])
         m = np.flatnonzero(~ending)
         if m.size:
-            self._move(eng, st, p[m], rows[m], q[m] - rows[m] * self.S, q[m], when[m], out)
+            self._move(eng, st, p[m], rows[m], s[m], q[m], when[m], out)
 
     def _bulk(self, eng, st, p, rows, when, out: _Exits) -> np.ndarray:
         """Rows (distinct) take at once every session event (CQI moves and ends) from ``when``
@@ -373,7 +384,7 @@ class CellKind(StationGroup):
         row goes only to its next end."""
         S = self.S
         horizon = st.horizon[rows]
-        other = st.next_event[rows, self.offset + 1:self.offset + self.slots].min(1)
+        other = st.next_event[rows, self.offset + 1:self.offset + self.slots].min(1)  # not sessions
         endless = np.flatnonzero(np.isinf(horizon))
         if endless.size:
             other[endless] = np.minimum(other[endless], st.cell_end[rows[endless]].min(1))
@@ -403,13 +414,14 @@ class CellKind(StationGroup):
             over = np.where(over >= 0, q[np.maximum(over, 0)], -1)
         r = rows[i]
         new = table[tc]
-        self._recount(st, r, tc0, tc)
+        if self.bands:
+            self._recount(st, r, tc0, tc)
         st.cell_cqi.reshape(-1)[q] = tc % _LEVELS
         st.cell_moves.reshape(-1)[q] = moves
         st.cell_next.reshape(-1)[q] = nxt
         st.cell_used[rows] += np.bincount(i, new - table[tc0], rows.size).astype(np.int64)
         st.cell_demand.reshape(-1)[q] = new
-        st.cell_event.reshape(-1)[q] = np.minimum(end, nxt)
+        self._schedule(eng, st, r, q, np.minimum(end, nxt))
         ending = np.flatnonzero(end < cut[i])
         if ending.size:
             out.add(p[i[ending]], st.cell_job.reshape(-1)[q[ending]], end[ending])
@@ -484,17 +496,19 @@ class CellKind(StationGroup):
         return path, np.cumsum(np.concatenate([nxt[:, None], wait], 1), 1)
 
     def _move(self, eng, st, p, rows, s, q, when, out: _Exits) -> None:
-        """One CQI move of sessions ``q``; drops if the PRBs in use exceed C."""
+        """One CQI move of sessions ``q``; drops if the PRBs in use exceed C (in bulk, the
+        caller sets the session column)."""
         typ = st.cell_type.reshape(-1)[q]
         moves = st.cell_moves.reshape(-1)[q] + 1
         path, times = self._chunk(typ * _LEVELS + st.cell_cqi.reshape(-1)[q], moves - 1, when,
                                   st.cell_key.reshape(-1)[q], 1)
         cqi, nxt = path[:, 0] % _LEVELS, times[:, 1]
-        self._recount(st, rows, typ * _LEVELS + st.cell_cqi.reshape(-1)[q], path[:, 0])
+        if self.bands:
+            self._recount(st, rows, typ * _LEVELS + st.cell_cqi.reshape(-1)[q], path[:, 0])
         st.cell_cqi.reshape(-1)[q] = cqi
         st.cell_moves.reshape(-1)[q] = moves
         st.cell_next.reshape(-1)[q] = nxt
-        st.cell_event.reshape(-1)[q] = np.minimum(st.cell_end.reshape(-1)[q], nxt)
+        self._schedule(eng, st, rows, q, np.minimum(st.cell_end.reshape(-1)[q], nxt))
         demand = st.cell_demand.reshape(-1)
         new = self.table[typ, cqi]
         st.cell_used[rows] += new - demand[q]
@@ -502,7 +516,6 @@ class CellKind(StationGroup):
         over = np.flatnonzero(st.cell_used[rows] > self.C)
         if over.size:
             self._drop(eng, st, p, rows, s, q, when, over, out)
-        self._next_session(st, rows)
 
     def _drop(self, eng, st, p, rows, s, q, when, todo, out: _Exits) -> None:
         """Rows ``todo`` of a CQI move (of sessions ``s``) exceed C: drop by the cell's rule."""
@@ -537,7 +550,8 @@ class CellKind(StationGroup):
         for j, proc in enumerate(self.handovers):
             sel = np.flatnonzero(h == j)
             if sel.size:
-                st.next_event.reshape(-1)[rows[sel] * eng.E + self.offset + 1 + j] = proc.next_after(rng, when[sel])
+                col = self.offset + self.session_columns + j
+                st.next_event.reshape(-1)[rows[sel] * eng.E + col] = proc.next_after(rng, when[sel])
         typ = self.handover_types[h]
         session, cqi, key = self.draws.sample(rng, typ)
         jobs = eng.jobs
