@@ -712,7 +712,9 @@ class CellDispatch:
         run = np.flatnonzero(fits & self.can_drop[typ] & ~safe)
         if run.size:
             r = rows[run]
-            follow = _SafeStop(eng, slot[run], np.full(run.size, np.inf), self.most, kind.C, (start + session)[run])
+            # runs to the UE's end at most: its horizon, from its arrival, grows by its session
+            # when it is placed (``Follow.started``); a cell in bulk then takes it in few rounds
+            follow = _SafeStop(eng, slot[run], start[run].copy(), self.most, kind.C, (start + session)[run])
             clone = follow.state = st.take(r, follow)
             clone.next_event[:, eng.exogenous] = np.inf
             local = np.arange(run.size)
