@@ -165,10 +165,12 @@ class CellKind(StationGroup):
         up = np.where(dyn[:, None] & (levels < hi), [[t.cqi_up] for t in cell.types], 0.0)  # (T, 16)
         down = np.where(dyn[:, None] & (levels > lo), [[t.cqi_down] for t in cell.types], 0.0)
         total = up + down
-        # tables of a move from each channel (type * 16 + CQI): its up rate, total rate, the
-        # channel a down move leads to (itself where it cannot move), the mean stay (inf there)
-        self.up_rate, self.total_rate = up.ravel(), total.ravel()
-        self.fall = (np.arange(self.T)[:, None] * _LEVELS + np.where(down > 0, levels - 1, levels)).ravel()
+        # tables of a move from each channel (type * 16 + CQI): the channel it leads to, up
+        # (index + 16 * channels) with probability up / total, else down (itself where it
+        # cannot move); the mean stay before it (inf where it cannot move)
+        channel = np.arange(self.T)[:, None] * _LEVELS + levels
+        self.p_up = np.divide(up, total, out=np.zeros_like(total), where=total > 0).ravel()
+        self.turn = np.concatenate([channel + np.where(down > 0, -1, 0), channel + 1]).ravel()
         self.mean_stay = np.divide(1.0, total, out=np.full_like(total, np.inf), where=total > 0).ravel()
         self.priority = np.array([t.priority for t in cell.types], np.int64)
         self.handover_types = np.array([k for k, t in enumerate(cell.types) if t.handover is not None], np.int64)
@@ -466,16 +468,16 @@ class CellKind(StationGroup):
         while todo.size:
             start = tc[todo]
             path, times = self._chunk(start, moves[todo], nxt[todo], key[todo], k)
-            take = times[:, :k] < until[todo, None]  # a prefix: times increase
-            n = take.sum(1)
-            a, c = np.nonzero(take)
-            after = path[a, c]
-            before = np.where(c > 0, path[a, np.maximum(c - 1, 0)], start[a])
-            found.append((todo[a], times[a, c], before, after))
+            take = times[:k] < until[todo]  # a prefix of each column: times increase
+            n = take.sum(0)
+            c, a = np.nonzero(take)  # move by move: a session's moves stay in time order
+            after = path[c, a]
+            before = np.where(c > 0, path[np.maximum(c - 1, 0), a], start[a])
+            found.append((todo[a], times[c, a], before, after))
             at = np.arange(todo.size)
-            tc[todo] = np.where(n > 0, path[at, n - 1], start)
+            tc[todo] = np.where(n > 0, path[n - 1, at], start)
             moves[todo] += n
-            nxt[todo] = times[at, n]
+            nxt[todo] = times[n, at]
             todo, k = todo[n == k], 2 * k  # fewer sessions with more moves left
         if not found:
             return _EMPTY, np.empty(0), _EMPTY, _EMPTY, tc, moves, nxt
@@ -484,16 +486,19 @@ class CellKind(StationGroup):
 
     def _chunk(self, tc, moves, nxt, key, k: int):
         """The next ``k`` moves of sessions' channels (``tc``: type * 16 + CQI), wherever they
-        fall: the channel after each (n, k), and the times of these moves and of the one after
-        (n, k + 1). Move j of a UE draws its direction from output 2j of its key and, after
+        fall: the channel after each (k, n), and the times of these moves and of the one after
+        (k + 1, n). Move j of a UE draws its direction from output 2j of its key and, after
         it, its wait from output 2j + 1."""
-        u = channel_uniform(key[:, None], (2 * moves[:, None] + np.arange(2, 2 * k + 2)).astype(np.uint64))
-        path = np.empty((tc.size, k), np.int64)
+        u = channel_uniform(key, (2 * moves + np.arange(2, 2 * k + 2)[:, None]).astype(np.uint64))
+        path = np.empty((k, tc.size), np.int64)
         for c in range(k):
-            tc = np.where(u[:, 2 * c] * self.total_rate[tc] < self.up_rate[tc], tc + 1, self.fall[tc])
-            path[:, c] = tc
-        wait = -np.log(u[:, 1::2]) * self.mean_stay[path]
-        return path, np.cumsum(np.concatenate([nxt[:, None], wait], 1), 1)
+            tc = self.turn[(u[2 * c] < self.p_up[tc]) * self.p_up.size + tc]
+            path[c] = tc
+        times = np.empty((k + 1, tc.size))
+        times[0] = nxt
+        np.log(u[1::2], out=times[1:])
+        times[1:] *= -self.mean_stay[path]
+        return path, np.cumsum(times, 0, out=times)
 
     def _move(self, eng, st, p, rows, s, q, when, out: _Exits) -> None:
         """One CQI move of sessions ``q``; drops if the PRBs in use exceed C (in bulk, the
@@ -502,9 +507,9 @@ class CellKind(StationGroup):
         moves = st.cell_moves.reshape(-1)[q] + 1
         path, times = self._chunk(typ * _LEVELS + st.cell_cqi.reshape(-1)[q], moves - 1, when,
                                   st.cell_key.reshape(-1)[q], 1)
-        cqi, nxt = path[:, 0] % _LEVELS, times[:, 1]
+        cqi, nxt = path[0] % _LEVELS, times[1]
         if self.bands:
-            self._recount(st, rows, typ * _LEVELS + st.cell_cqi.reshape(-1)[q], path[:, 0])
+            self._recount(st, rows, typ * _LEVELS + st.cell_cqi.reshape(-1)[q], path[0])
         st.cell_cqi.reshape(-1)[q] = cqi
         st.cell_moves.reshape(-1)[q] = moves
         st.cell_next.reshape(-1)[q] = nxt
