@@ -158,10 +158,11 @@ class CellKind(StationGroup):
         dyn = np.array([t.dynamic for t in cell.types])
         self.dynamic = dyn
         self.any_dynamic = bool(dyn.any())
-        # Session events in bulk (``_bulk``) cost a fixed overhead per round of the event loop;
-        # they pay where a row has many sessions moving between two arrivals (cell_5g: 1.35x
-        # faster), not in a cell of a few PRBs (cell_small: 1.45x slower). Exact either way.
-        self.bulk = self.any_dynamic and self.S >= _BULK_SESSIONS
+        # Session events in bulk (``_bulk``) cost more numpy passes per round of the event
+        # loop than one event each; they pay where a row has many sessions moving between two
+        # arrivals (cell_5g) or only ends to take (cell_erlang), not in a small cell whose
+        # channels move (cell_small, its probes most). Exact either way.
+        self.bulk = not self.any_dynamic or self.S >= _BULK_SESSIONS
         up = np.where(dyn[:, None] & (levels < hi), [[t.cqi_up] for t in cell.types], 0.0)  # (T, 16)
         down = np.where(dyn[:, None] & (levels > lo), [[t.cqi_down] for t in cell.types], 0.0)
         total = up + down
