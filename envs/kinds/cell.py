@@ -387,7 +387,7 @@ class CellKind(StationGroup):
         row goes only to its next end."""
         S = self.S
         horizon = st.horizon[rows]
-        other = st.next_event[rows, self.offset + 1:self.offset + self.slots].min(1)  # not sessions
+        other = st.next_event[rows, self.offset + self.session_columns:self.offset + self.slots].min(1)
         endless = np.flatnonzero(np.isinf(horizon))
         if endless.size:
             other[endless] = np.minimum(other[endless], st.cell_end[rows[endless]].min(1))
