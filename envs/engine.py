@@ -173,11 +173,12 @@ class Engine:
         if state["now"].shape != (self.B,):
             raise ValueError(f"simulator state: saved for {state['now'].shape[0]} instances, not {self.B}. "
                              "Fix: resume with the same num_envs.")
-        saved = {k: v.shape[1:] for k, v in state["dynamics"].items() if k not in self.job_arrays}
-        fresh = {k: v.shape[1:] for k, v in self.state.arrays().items() if k not in self.job_arrays}
-        differ = sorted(k for k in saved.keys() | fresh.keys() if saved.get(k) != fresh.get(k))
+        saved, fresh = state["dynamics"], self.state.arrays()  # some arrays grow (queues, job clocks)
+        differ = sorted(saved.keys() ^ fresh.keys())
+        if not differ and saved["next_event"].shape[1] != self.E:
+            differ = ["next_event"]
         if differ:
-            raise ValueError(f"simulator state: arrays {differ} are missing, extra or of another shape here: "
+            raise ValueError(f"simulator state: arrays {differ} are missing, extra or of another width here: "
                              "saved for another scenario or by another version of envs. Fix: resume with the "
                              "same scenario and version (a checkpoint's policy loads and runs without it).")
         self.t = int(state["t"])
