@@ -20,9 +20,10 @@ replays exactly the paths the real cell would have seen, and consumes no random 
 CQI moves are simulated only for types whose demand depends on the CQI.
 
 Session events in bulk (``CellKind._bulk``): a row takes at once all its sessions' CQI moves
-and ends up to its next other event (after a handover or a refusal, in the same round),
-stopping before the first move that would push the PRBs in use above C; that one, and its
-drop, goes the exact one-event way (``_move``), then the row goes on in bulk. The paths are
+and ends up to its next other event (after a handover or a refusal, in the same round). A
+move that pushes the PRBs in use above C drops, still in bulk, the UE that grew where the
+rule picks that one (``_overflows``); any other stops the row before it: that move and its
+drops go the exact one-event way (``_move``), then the row goes on in bulk. The paths are
 the keys' either way, so the process is the same; only the number of passes falls (most of
 a busy cell's events are CQI moves between two arrivals). UEs per (type, CQI band), an
 observation, are counted as channels change (``_recount``).
@@ -174,6 +175,9 @@ class CellKind(StationGroup):
         self.turn = np.concatenate([channel + np.where(down > 0, -1, 0), channel + 1]).ravel()
         self.mean_stay = np.divide(1.0, total, out=np.full_like(total, np.inf), where=total > 0).ravel()
         self.priority = np.array([t.priority for t in cell.types], np.int64)
+        # per type: a move that overflows C drops the UE that grew, by either rule (under
+        # 'lowest_priority': its type has the lowest priority of all), so bulk can apply it
+        self.drops_itself = np.full(self.T, cell.drop == "grown") | (self.priority == self.priority.min())
         self.handover_types = np.array([k for k, t in enumerate(cell.types) if t.handover is not None], np.int64)
         self.handovers = [cell.types[k].handover for k in self.handover_types]
         self.H = self.handover_types.size
@@ -379,12 +383,12 @@ class CellKind(StationGroup):
 
     def _bulk(self, eng, st, p, rows, when, out: _Exits) -> np.ndarray:
         """Rows (distinct) take at once every session event (CQI moves and ends) from ``when``
-        to their next other event, up to the horizon and up to the first CQI move that would
-        push the PRBs in use above C. Sessions' channels are independent, so the order of
-        their moves matters only through drops: before the first possible drop, applying them
-        together is exact. Returns per row the (flat) session whose move would overflow, now
-        the row's next event (for ``_move``), else -1. With no horizon (a probe, a drain) a
-        row goes only to its next end."""
+        to their next other event, up to the horizon, with the drops of UEs whose own growth
+        overflows C where the rule drops that UE, and up to the first other overflowing move.
+        Sessions' channels are independent, so the order of their moves matters only through
+        drops, which ``_overflows`` puts in time order: applying the moves together is exact.
+        Returns per row the (flat) session whose move stops it, now the row's next event (for
+        ``_move``), else -1. With no horizon (a drain) a row goes only to its next end."""
         S = self.S
         horizon = st.horizon[rows]
         other = st.next_event[rows, self.offset + self.session_columns:self.offset + self.slots].min(1)
@@ -403,11 +407,11 @@ class CellKind(StationGroup):
         j, t, before, after, tc, moves, nxt = self._paths(tc0, moves0, st.cell_next.reshape(-1)[q],
                                                           st.cell_key.reshape(-1)[q], np.minimum(until[i], end))
         delta = table[after] - table[before]
-        cut, over = self._first_overflow(st.cell_used[rows], until, i, j, t, delta, end, table[tc])
-        stopped = cut < until
-        if stopped.any():  # sessions of those rows take only their moves before the cut
-            m = np.flatnonzero(stopped[i[j]])
-            late = m[t[m] >= cut[i[j[m]]]]
+        cut, over, dropped = self._overflows(st.cell_used[rows], until, i, j, t, delta, end, table[tc],
+                                             table[before], tc0 // _LEVELS)
+        limit = np.minimum(cut[i], dropped)  # a session's moves from there on are not applied
+        if (limit < until[i]).any():
+            late = np.flatnonzero(t >= limit[j])
             first = np.full(q.size, j.size)
             np.minimum.at(first, j[late], late)  # a session's moves come in time order
             held = np.flatnonzero(first < j.size)
@@ -425,39 +429,58 @@ class CellKind(StationGroup):
         st.cell_used[rows] += np.bincount(i, new - table[tc0], rows.size).astype(np.int64)
         st.cell_demand.reshape(-1)[q] = new
         self._schedule(eng, st, r, q, np.minimum(end, nxt))
-        ending = np.flatnonzero(end < cut[i])
+        gone = np.isfinite(dropped)
+        ending = np.flatnonzero(gone | (end < cut[i]))
         if ending.size:
-            out.add(p[i[ending]], st.cell_job.reshape(-1)[q[ending]], end[ending])
+            jid = st.cell_job.reshape(-1)[q[ending]]
+            out.add(p[i[ending]], jid, np.where(gone[ending], dropped[ending], end[ending]))
+            d = gone[ending]
+            st.cell_fate.reshape(-1)[r[ending[d]] * eng.jobs.capacity + jid[d]] = DROPPED
             self._free(eng, st, r[ending], q[ending], repeats=True)
         self._next_session(st, rows)
         return over
 
-    def _first_overflow(self, used, until, i, j, t, delta, end, gone) -> tuple[np.ndarray, np.ndarray]:
-        """Per row: the time of the first event after which the PRBs in use exceed C, else
-        ``until``; and that move's session, else -1. Events: the moves (session ``j``, time
-        ``t``, demand change ``delta``) and the ends before ``until`` (of sessions of rows
-        ``i``, freeing ``gone`` PRBs), on top of ``used``. Only rows whose every increase
+    def _overflows(self, used, until, i, j, t, delta, end, gone, held, typ):
+        """The moves that push the PRBs in use of rows above C, in time order: events are the
+        moves (session ``j``, time ``t``, demand change ``delta``, the session's demand
+        ``held`` before) and the ends before ``until`` (of sessions of rows ``i``, of type
+        ``typ``, freeing ``gone`` PRBs), on top of ``used``. Where the rule drops the UE that
+        grew (``drops_itself``), it leaves then (the rest fit: they did before the move) and
+        the row goes on; the first other such move stops the row. Returns per row the time
+        it stops (``until`` if it does not) and the session whose move stops it (else -1),
+        and per session the time it is dropped (inf if not). Only rows whose every increase
         together could exceed C are put in time order."""
-        cut, over = until.copy(), np.full(until.size, -1)
-        rise = np.bincount(i[j], np.maximum(delta, 0), until.size)
-        risky = used + rise > self.C
+        cut, over, dropped = until.copy(), np.full(until.size, -1), np.full(i.size, np.inf)
+        risky = used + np.bincount(i[j], np.maximum(delta, 0), until.size) > self.C
         if not risky.any():
-            return cut, over
+            return cut, over, dropped
         m = np.flatnonzero(risky[i[j]])
         e = np.flatnonzero(risky[i] & (end < until[i]))
         row = np.concatenate([i[j[m]], i[e]])
-        time = np.concatenate([t[m], end[e]])
-        order = np.lexsort((time, row))
-        row, time = row[order], time[order]
-        level = np.cumsum(np.concatenate([delta[m], -gone[e]])[order])
+        order = np.lexsort((np.concatenate([t[m], end[e]]), row))
+        row, owner = row[order], np.concatenate([j[m], e])[order]
+        time = np.concatenate([t[m], end[e]])[order]
+        step = np.concatenate([delta[m], -gone[e]])[order]
+        before = np.concatenate([held[m], np.zeros(e.size, np.int64)])[order]
         start = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
-        level -= np.repeat(np.r_[0, level[start[1:] - 1]], np.diff(np.append(start, row.size)))
-        high = np.flatnonzero(used[row] + level > self.C)
-        if high.size:
-            firsts = high[np.r_[True, row[high[1:]] != row[high[:-1]]]]
-            cut[row[firsts]] = time[firsts]
-            over[row[firsts]] = j[m[order[firsts]]]  # a move: ends never overflow
-        return cut, over
+        length = np.diff(np.append(start, row.size))
+        base = used[row]
+        while True:
+            level = np.cumsum(step)
+            level -= np.repeat(np.r_[0, level[start[1:] - 1]], length)
+            high = np.flatnonzero(base + level > self.C)
+            if not high.size:
+                return cut, over, dropped
+            firsts = high[np.r_[True, row[high[1:]] != row[high[:-1]]]]  # a move: ends never overflow
+            g = owner[firsts]
+            itself = self.drops_itself[typ[g]]
+            stop = firsts[~itself]
+            cut[row[stop]], over[row[stop]] = time[stop], owner[stop]
+            base[np.isin(row, row[stop])] = -self.C  # these rows stop here
+            drop = firsts[itself]
+            dropped[owner[drop]] = time[drop]
+            step[drop] = -before[drop]  # the UE leaves with what it held
+            step[time > dropped[owner]] = 0  # and its later moves and end go with it
 
     def _paths(self, tc, moves, nxt, key, until):
         """Every CQI move of sessions at times < ``until``: flat arrays (session, time, channel

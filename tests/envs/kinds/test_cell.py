@@ -235,12 +235,14 @@ def _busy_cell(drop):
          "prbs": 1, "priority": 1, "handover": {"dist": "poisson", "rate": 1.0}}]}})
 
 
-@pytest.mark.parametrize("drop", ["grown", "lowest_priority"])
-def test_bulk_session_events_equal_one_at_a_time(drop, monkeypatch):
-    """A row takes its sessions' CQI moves and ends in bulk where no drop can happen
-    (``CellKind._bulk``); the same keys taken one event at a time give the same run: every
-    outcome and the channels of the UEs present, bit for bit (no handovers: their draws would come in
-    another order). Busy enough that both paths, drops and probes are exercised."""
+@pytest.mark.parametrize("drop, video_priority", [("grown", 2), ("lowest_priority", 2), ("lowest_priority", 0)])
+def test_bulk_session_events_equal_one_at_a_time(drop, video_priority, monkeypatch):
+    """A row takes its sessions' CQI moves and ends in bulk (``CellKind._bulk``), and the
+    drops of the UE that grew where the rule drops that one (``grown``; ``lowest_priority``
+    when video, the type whose demand moves, has the lowest priority); other drops go one at
+    a time (``_move``). The same keys taken one event at a time give the same run: every
+    outcome and the channels of the UEs present, bit for bit (no handovers: their draws
+    would come in another order). Busy enough that drops and probes are exercised."""
     from envs import Engine
     from envs.kinds import cell as cell_kind
     from envs.kinds.cell import CellKind
@@ -249,6 +251,7 @@ def test_bulk_session_events_equal_one_at_a_time(drop, monkeypatch):
     raw = spec.to_dict()
     for t in raw["cell"]["types"]:
         del t["handover"]
+    raw["cell"]["types"][0]["priority"] = video_priority
     raw["cell"]["cqi_bands"] = [6, 8]  # UEs per (type, band): counted as channels move
     spec = NetworkSpec.from_dict(raw)
     runs, moves = [], []
@@ -287,8 +290,10 @@ def test_bulk_session_events_equal_one_at_a_time(drop, monkeypatch):
         assert np.array_equal(getattr(a, name)[oa], getattr(b, name)[ob]), name
     assert np.array_equal(a.measures["dropped"][oa], b.measures["dropped"][ob]) and a.measures["dropped"].sum() >= 20
     assert np.array_equal(sa, sb) and sa[3].sum() > 100  # the same UEs on the same channels, as many moves
-    # both paths ran: in bulk, the moves that overflow went one at a time, a small part of all
-    assert 0 < in_bulk < sum(moves) / 10
+    if drop == "grown" or video_priority == 0:  # every drop taken in bulk
+        assert in_bulk == 0
+    else:  # in bulk, the moves that overflow went one at a time, a small part of all
+        assert 0 < in_bulk < sum(moves) / 10
 
 
 @pytest.mark.parametrize("drop", ["grown", "lowest_priority"])
