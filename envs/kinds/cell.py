@@ -20,12 +20,11 @@ replays exactly the paths the real cell would have seen, and consumes no random 
 CQI moves are simulated only for types whose demand depends on the CQI.
 
 Session events in bulk (``CellKind._bulk``): a row takes at once all its sessions' CQI moves
-and ends up to its next other event (after a handover or a refusal, in the same round). A
-move that pushes the PRBs in use above C drops, still in bulk, the UE that grew where the
-rule picks that one (``_overflows``); any other stops the row before it: that move and its
-drops go the exact one-event way (``_move``), then the row goes on in bulk. The paths are
-the keys' either way, so the process is the same; only the number of passes falls (most of
-a busy cell's events are CQI moves between two arrivals). UEs per (type, CQI band), an
+and ends up to its next other event (after a handover or a refusal, in the same round),
+with the drops of the moves that push the PRBs in use above C, taken in time order with the
+UEs present then (``_overflows``, ``_victims``). The paths are the keys' either way, so the
+process is the same as one event at a time; only the number of passes falls (most of a busy
+cell's events are CQI moves between two arrivals). UEs per (type, CQI band), an
 observation, are counted as channels change (``_recount``).
 
 A CQI move that makes the PRBs in use exceed C drops UEs by ``cell.drop``: ``grown``, the
@@ -176,7 +175,8 @@ class CellKind(StationGroup):
         self.mean_stay = np.divide(1.0, total, out=np.full_like(total, np.inf), where=total > 0).ravel()
         self.priority = np.array([t.priority for t in cell.types], np.int64)
         # per type: a move that overflows C drops the UE that grew, by either rule (under
-        # 'lowest_priority': its type has the lowest priority of all), so bulk can apply it
+        # 'lowest_priority': its type has the lowest priority of all): bulk needs no search
+        # among the UEs present (``_victims``)
         self.drops_itself = np.full(self.T, cell.drop == "grown") | (self.priority == self.priority.min())
         self.handover_types = np.array([k for k, t in enumerate(cell.types) if t.handover is not None], np.int64)
         self.handovers = [cell.types[k].handover for k in self.handover_types]
@@ -359,17 +359,10 @@ class CellKind(StationGroup):
 
     def _sessions(self, eng, st, p, rows, s, when, out: _Exits) -> None:
         """Session events (an end or a CQI move). In bulk (``_bulk``): every event of the rows
-        before their next other event, the CQI moves that push the PRBs in use above C one at
-        a time in between (``_move``, with the drops). Else the one event due now, of session
+        before their next other event, drops included. Else the one event due now, of session
         ``s``."""
         if self.bulk:
-            while rows.size:
-                over = self._bulk(eng, st, p, rows, when, out)
-                stop = np.flatnonzero(over >= 0)
-                p, rows, q = p[stop], rows[stop], over[stop]
-                if stop.size:
-                    when = st.cell_next.reshape(-1)[q]
-                    self._move(eng, st, p, rows, q - rows * self.S, q, when, out)
+            self._bulk(eng, st, p, rows, when, out)
             return
         q = rows * self.S + s
         ending = st.cell_end.reshape(-1)[q] <= when
@@ -381,14 +374,12 @@ class CellKind(StationGroup):
         if m.size:
             self._move(eng, st, p[m], rows[m], s[m], q[m], when[m], out)
 
-    def _bulk(self, eng, st, p, rows, when, out: _Exits) -> np.ndarray:
+    def _bulk(self, eng, st, p, rows, when, out: _Exits) -> None:
         """Rows (distinct) take at once every session event (CQI moves and ends) from ``when``
-        to their next other event, up to the horizon, with the drops of UEs whose own growth
-        overflows C where the rule drops that UE, and up to the first other overflowing move.
-        Sessions' channels are independent, so the order of their moves matters only through
-        drops, which ``_overflows`` puts in time order: applying the moves together is exact.
-        Returns per row the (flat) session whose move stops it, now the row's next event (for
-        ``_move``), else -1. With no horizon (a drain) a row goes only to its next end."""
+        to their next other event, up to the horizon, and the drops when a move pushes the
+        PRBs in use above C. Sessions' channels are independent, so the order of their moves
+        matters only through drops, which ``_overflows`` takes in time order: applying the
+        moves together is exact. With no horizon (a drain) a row goes only to its next end."""
         S = self.S
         horizon = st.horizon[rows]
         other = st.next_event[rows, self.offset + self.session_columns:self.offset + self.slots].min(1)
@@ -407,18 +398,15 @@ class CellKind(StationGroup):
         j, t, before, after, tc, moves, nxt = self._paths(tc0, moves0, st.cell_next.reshape(-1)[q],
                                                           st.cell_key.reshape(-1)[q], np.minimum(until[i], end))
         delta = table[after] - table[before]
-        cut, over, dropped = self._overflows(st.cell_used[rows], until, i, j, t, delta, end, table[tc],
-                                             table[before], tc0 // _LEVELS)
-        limit = np.minimum(cut[i], dropped)  # a session's moves from there on are not applied
-        if (limit < until[i]).any():
-            late = np.flatnonzero(t >= limit[j])
+        dropped, others = self._overflows(st, rows, q, until, i, j, t, delta, after, end, table[tc],
+                                          table[before], tc0 // _LEVELS)
+        if np.isfinite(dropped).any():  # a dropped UE's moves from then on are not applied
+            late = np.flatnonzero(t >= dropped[j])
             first = np.full(q.size, j.size)
             np.minimum.at(first, j[late], late)  # a session's moves come in time order
             held = np.flatnonzero(first < j.size)
             tc[held], nxt[held] = before[first[held]], t[first[held]]
             moves -= np.bincount(j[late], minlength=q.size)
-        if q.size:
-            over = np.where(over >= 0, q[np.maximum(over, 0)], -1)
         r = rows[i]
         new = table[tc]
         if self.bands:
@@ -430,30 +418,37 @@ class CellKind(StationGroup):
         st.cell_demand.reshape(-1)[q] = new
         self._schedule(eng, st, r, q, np.minimum(end, nxt))
         gone = np.isfinite(dropped)
-        ending = np.flatnonzero(gone | (end < cut[i]))
+        ending = np.flatnonzero(gone | (end < until[i]))
         if ending.size:
             jid = st.cell_job.reshape(-1)[q[ending]]
             out.add(p[i[ending]], jid, np.where(gone[ending], dropped[ending], end[ending]))
             d = gone[ending]
             st.cell_fate.reshape(-1)[r[ending[d]] * eng.jobs.capacity + jid[d]] = DROPPED
             self._free(eng, st, r[ending], q[ending], repeats=True)
+        if others is not None:  # victims without events of their own in the pass
+            vi, vq, vt = others
+            jid = st.cell_job.reshape(-1)[vq]
+            out.add(p[vi], jid, vt)
+            st.cell_fate.reshape(-1)[rows[vi] * eng.jobs.capacity + jid] = DROPPED
+            self._free(eng, st, rows[vi], vq, repeats=True)
         self._next_session(st, rows)
-        return over
 
-    def _overflows(self, used, until, i, j, t, delta, end, gone, held, typ):
-        """The moves that push the PRBs in use of rows above C, in time order: events are the
-        moves (session ``j``, time ``t``, demand change ``delta``, the session's demand
-        ``held`` before) and the ends before ``until`` (of sessions of rows ``i``, of type
-        ``typ``, freeing ``gone`` PRBs), on top of ``used``. Where the rule drops the UE that
-        grew (``drops_itself``), it leaves then (the rest fit: they did before the move) and
-        the row goes on; the first other such move stops the row. Returns per row the time
-        it stops (``until`` if it does not) and the session whose move stops it (else -1),
-        and per session the time it is dropped (inf if not). Only rows whose every increase
-        together could exceed C are put in time order."""
-        cut, over, dropped = until.copy(), np.full(until.size, -1), np.full(i.size, np.inf)
+    def _overflows(self, st, rows, q, until, i, j, t, delta, after, end, gone, held, typ):
+        """The moves that push the PRBs in use of rows above C, in time order, and their drops.
+        Events: the moves (session ``j``, time ``t``, demand change ``delta``, channel
+        ``after``, the session's demand ``held`` before) and the ends before ``until`` (of
+        sessions ``q`` of rows ``i``, of type ``typ``, freeing ``gone`` PRBs), on top of the
+        PRBs in use. Where the rule drops the UE that grew (``drops_itself``), it leaves with
+        what it held; else (``lowest_priority``) the victims are chosen among the UEs present
+        then, as ``_drop`` does. Victims' later moves and ends go with them; the row goes on.
+        Returns per session the time it is dropped (inf if not), and the victims with no event
+        in the pass (row, flat session, time), or None. Only rows whose every increase together
+        could exceed C are put in time order."""
+        used = st.cell_used[rows]
+        dropped = np.full(i.size, np.inf)
         risky = used + np.bincount(i[j], np.maximum(delta, 0), until.size) > self.C
         if not risky.any():
-            return cut, over, dropped
+            return dropped, None
         m = np.flatnonzero(risky[i[j]])
         e = np.flatnonzero(risky[i] & (end < until[i]))
         row = np.concatenate([i[j[m]], i[e]])
@@ -465,22 +460,76 @@ class CellKind(StationGroup):
         start = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
         length = np.diff(np.append(start, row.size))
         base = used[row]
+        others: list[tuple[np.ndarray, ...]] = []
+        gone_too = None  # (rows, S): victims with no event in the pass, once there are any
         while True:
             level = np.cumsum(step)
             level -= np.repeat(np.r_[0, level[start[1:] - 1]], length)
             high = np.flatnonzero(base + level > self.C)
             if not high.size:
-                return cut, over, dropped
+                break
             firsts = high[np.r_[True, row[high[1:]] != row[high[:-1]]]]  # a move: ends never overflow
-            g = owner[firsts]
-            itself = self.drops_itself[typ[g]]
-            stop = firsts[~itself]
-            cut[row[stop]], over[row[stop]] = time[stop], owner[stop]
-            base[np.isin(row, row[stop])] = -self.C  # these rows stop here
+            itself = self.drops_itself[typ[owner[firsts]]]
             drop = firsts[itself]
             dropped[owner[drop]] = time[drop]
             step[drop] = -before[drop]  # the UE leaves with what it held
-            step[time > dropped[owner]] = 0  # and its later moves and end go with it
+            f = firsts[~itself]
+            if f.size:
+                gone_too = np.zeros((rows.size, self.S), bool) if gone_too is None else gone_too
+                freed = self._victims(st, rows, q, i, j, t, after, end, dropped, gone_too, others,
+                                      row[f], time[f], owner[f], (base + level)[f])
+                step[f] -= freed
+            step[time > dropped[owner]] = 0  # victims' later moves and ends go with them
+        if not others:
+            return dropped, None
+        return dropped, tuple(np.concatenate(x) for x in zip(*others, strict=True))
+
+    def _victims(self, st, rows, q, i, j, t, after, end, dropped, gone_too, others, ri, tau, g, level):
+        """``lowest_priority``'s victims in rows ``ri`` (local) at the moves of sessions ``g``
+        at ``tau`` that take them to ``level`` > C, among the UEs present then, one per row
+        and round until the rest fit (as ``_drop``); sets ``dropped`` (sessions of the pass),
+        ``gone_too`` and ``others`` (the rest). Returns the PRBs freed per row."""
+        S = self.S
+        r = rows[ri]
+        occupied = (st.cell_job[r] >= 0) & ~gone_too[ri]
+        demand = st.cell_demand[r]
+        local = np.full((ri.size, S), -1)  # each slot's session in the pass
+        at = np.full(rows.size, -1)
+        at[ri] = np.arange(ri.size)
+        mine = np.flatnonzero(at[i] >= 0)
+        slot = q[mine] % S
+        local[at[i[mine]], slot] = mine
+        left = (end[mine] < tau[at[i[mine]]]) | (dropped[mine] < tau[at[i[mine]]])
+        occupied[at[i[mine]][left], slot[left]] = False
+        moved = np.flatnonzero(at[i[j]] >= 0)
+        moved = moved[t[moved] <= tau[at[i[j[moved]]]]]
+        last = np.full(i.size, -1)
+        np.maximum.at(last, j[moved], moved)  # the channel each has at tau
+        has = mine[last[mine] >= 0]
+        demand[at[i[has]], q[has] % S] = self.table.reshape(-1)[after[last[has]]]
+        pri = self.priority[st.cell_type[r]]
+        start = st.cell_start[r]
+        gs = q[g] % S
+        freed = np.zeros(ri.size, np.int64)
+        todo = np.arange(ri.size)
+        while todo.size:
+            a = np.arange(todo.size)
+            p = np.where(occupied[todo], pri[todo], np.iinfo(np.int64).max)
+            candidate = p == p.min(1)[:, None]
+            grown = candidate[a, gs[todo]] & occupied[todo, gs[todo]]
+            latest = np.where(candidate, start[todo], -np.inf).argmax(1)
+            v = np.where(grown, gs[todo], latest)
+            occupied[todo, v] = False
+            freed[todo] += demand[todo, v]
+            sess = local[todo, v]
+            inside = sess >= 0
+            dropped[sess[inside]] = tau[todo[inside]]
+            out = todo[~inside]
+            if out.size:
+                gone_too[ri[out], v[~inside]] = True
+                others.append((ri[out], r[out] * S + v[~inside], tau[out]))
+            todo = todo[level[todo] - freed[todo] > self.C]
+        return freed
 
     def _paths(self, tc, moves, nxt, key, until):
         """Every CQI move of sessions at times < ``until``: flat arrays (session, time, channel
@@ -525,8 +574,7 @@ class CellKind(StationGroup):
         return path, np.cumsum(times, 0, out=times)
 
     def _move(self, eng, st, p, rows, s, q, when, out: _Exits) -> None:
-        """One CQI move of sessions ``q``; drops if the PRBs in use exceed C (in bulk, the
-        caller sets the session column)."""
+        """One CQI move of sessions ``q``; drops if the PRBs in use exceed C (a small cell)."""
         typ = st.cell_type.reshape(-1)[q]
         moves = st.cell_moves.reshape(-1)[q] + 1
         path, times = self._chunk(typ * _LEVELS + st.cell_cqi.reshape(-1)[q], moves - 1, when,
