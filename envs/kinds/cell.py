@@ -78,6 +78,16 @@ def channel_uniform(key: np.ndarray, n: np.ndarray) -> np.ndarray:
     return u
 
 
+def _lowest_priority_victim(occupied, priority, start, grown) -> np.ndarray:
+    """``lowest_priority``'s next victim per row, a slot (arrays R x S): among the UEs present
+    of the lowest priority, the one whose demand grew (slot ``grown``), else the latest admitted."""
+    p = np.where(occupied, priority, np.iinfo(np.int64).max)
+    candidate = p == p.min(1)[:, None]
+    at = np.arange(p.shape[0])
+    first = candidate[at, grown] & occupied[at, grown]
+    return np.where(first, grown, np.where(candidate, start, -np.inf).argmax(1))
+
+
 class _Exits:
     """The UEs leaving in one event round: their rows' positions in the round, job ids and
     times (the round's event time unless given: a row may take several events at once)."""
@@ -368,8 +378,7 @@ class CellKind(StationGroup):
         ending = st.cell_end.reshape(-1)[q] <= when
         if ending.any():
             e = np.flatnonzero(ending)
-            out.add(p[e], st.cell_job.reshape(-1)[q[e]])
-            self._free(eng, st, rows[e], q[e])
+            self._leave(eng, st, out, p[e], rows[e], q[e], None, False)
         m = np.flatnonzero(~ending)
         if m.size:
             self._move(eng, st, p[m], rows[m], s[m], q[m], when[m], out)
@@ -418,19 +427,13 @@ class CellKind(StationGroup):
         st.cell_demand.reshape(-1)[q] = new
         self._schedule(eng, st, r, q, np.minimum(end, nxt))
         gone = np.isfinite(dropped)
-        ending = np.flatnonzero(gone | (end < until[i]))
-        if ending.size:
-            jid = st.cell_job.reshape(-1)[q[ending]]
-            out.add(p[i[ending]], jid, np.where(gone[ending], dropped[ending], end[ending]))
-            d = gone[ending]
-            st.cell_fate.reshape(-1)[r[ending[d]] * eng.jobs.capacity + jid[d]] = DROPPED
-            self._free(eng, st, r[ending], q[ending], repeats=True)
-        if others is not None:  # victims without events of their own in the pass
-            vi, vq, vt = others
-            jid = st.cell_job.reshape(-1)[vq]
-            out.add(p[vi], jid, vt)
-            st.cell_fate.reshape(-1)[rows[vi] * eng.jobs.capacity + jid] = DROPPED
-            self._free(eng, st, rows[vi], vq, repeats=True)
+        e = np.flatnonzero(gone | (end < until[i]))  # ended or dropped
+        vi, vq, vt = others if others is not None else (_EMPTY, _EMPTY, np.empty(0))  # victims with no event here
+        leaving = np.concatenate([i[e], vi])
+        if leaving.size:
+            self._leave(eng, st, out, p[leaving], rows[leaving], np.concatenate([q[e], vq]),
+                        np.concatenate([np.where(gone[e], dropped[e], end[e]), vt]),
+                        np.concatenate([gone[e], np.ones(vi.size, bool)]), repeats=True)
         self._next_session(st, rows)
 
     def _overflows(self, st, rows, q, until, i, j, t, delta, after, end, gone, held, typ):
@@ -513,12 +516,7 @@ class CellKind(StationGroup):
         freed = np.zeros(ri.size, np.int64)
         todo = np.arange(ri.size)
         while todo.size:
-            a = np.arange(todo.size)
-            p = np.where(occupied[todo], pri[todo], np.iinfo(np.int64).max)
-            candidate = p == p.min(1)[:, None]
-            grown = candidate[a, gs[todo]] & occupied[todo, gs[todo]]
-            latest = np.where(candidate, start[todo], -np.inf).argmax(1)
-            v = np.where(grown, gs[todo], latest)
+            v = _lowest_priority_victim(occupied[todo], pri[todo], start[todo], gs[todo])
             occupied[todo, v] = False
             freed[todo] += demand[todo, v]
             sess = local[todo, v]
@@ -596,29 +594,24 @@ class CellKind(StationGroup):
 
     def _drop(self, eng, st, p, rows, s, q, when, todo, out: _Exits) -> None:
         """Rows ``todo`` of a CQI move (of sessions ``s``) exceed C: drop by the cell's rule."""
-        K = eng.jobs.capacity
-        fate = st.cell_fate.reshape(-1)
         if self.cell.drop == "grown":
-            r, v = rows[todo], q[todo]
-            jid = st.cell_job.reshape(-1)[v]
-            fate[r * K + jid] = DROPPED
-            self._free(eng, st, r, v)
-            out.add(p[todo], jid, when[todo])
+            self._leave(eng, st, out, p[todo], rows[todo], q[todo], when[todo], True)
             return
         while todo.size:  # lowest_priority: one victim per row and round until the rest fit
-            r, g = rows[todo], s[todo]
-            occupied = st.cell_job[r] >= 0
-            pri = np.where(occupied, self.priority[st.cell_type[r]], np.iinfo(np.int64).max)
-            candidate = pri == pri.min(1)[:, None]
-            at = np.arange(r.size)
-            grown = candidate[at, g] & occupied[at, g]
-            latest = np.where(candidate, st.cell_start[r], -np.inf).argmax(1)
-            v = r * self.S + np.where(grown, g, latest)
-            jid = st.cell_job.reshape(-1)[v]
-            fate[r * K + jid] = DROPPED
-            self._free(eng, st, r, v)
-            out.add(p[todo], jid, when[todo])
+            r = rows[todo]
+            v = r * self.S + _lowest_priority_victim(st.cell_job[r] >= 0, self.priority[st.cell_type[r]],
+                                                     st.cell_start[r], s[todo])
+            self._leave(eng, st, out, p[todo], r, v, when[todo], True)
             todo = todo[st.cell_used[r] > self.C]
+
+    def _leave(self, eng, st, out: _Exits, p, rows, q, when, dropped, repeats: bool = False) -> None:
+        """The UEs of sessions ``q`` (flat) of ``rows`` leave at ``when`` (None: the round's
+        times), dropped where ``dropped`` (else their session ended)."""
+        jid = st.cell_job.reshape(-1)[q]
+        out.add(p, jid, when)
+        dropped = np.broadcast_to(dropped, jid.shape)
+        st.cell_fate.reshape(-1)[rows[dropped] * eng.jobs.capacity + jid[dropped]] = DROPPED
+        self._free(eng, st, rows, q, repeats)
 
     def _handovers(self, eng, st, inst, p, rows, h, when, out: _Exits) -> None:
         """Handover arrivals (real run only: a probe turns them off): the next one is drawn,
