@@ -59,6 +59,7 @@ _S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(
 _EMPTY = np.empty(0, np.int64)
 _CHUNK = 4  # CQI moves of a session drawn at once when applying many
 _BULK_SESSIONS = 16  # session slots from which a cell takes session events in bulk
+_GATHER = 4  # a pass of fewer than 1 / _GATHER of the rows gathers their sessions, else scans all
 _LEVELS = CQI_LEVELS + 1  # a session's channel as one index: type * _LEVELS + CQI
 
 
@@ -76,6 +77,12 @@ def channel_uniform(key: np.ndarray, n: np.ndarray) -> np.ndarray:
     u += 0.5
     u *= 1.0 / (1 << 53)
     return u
+
+
+def _by_row(f, a: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``f`` (row by row) of the ``rows`` of ``a``: a pass of most rows applies it to all,
+    cheaper than gathering theirs."""
+    return f(a[rows]) if rows.size * _GATHER < a.shape[0] else f(a)[rows]
 
 
 def _lowest_priority_victim(occupied, priority, start, grown) -> np.ndarray:
@@ -287,8 +294,7 @@ class CellKind(StationGroup):
             rows, jid, typ, cqi, key, session, when, d = (a[keep] for a in (rows, jid, typ, cqi, key, session, when, d))
         if not rows.size:
             return fits
-        w = min(self.S, int(st.cell_ues[rows].sum(1).max()) + 1)  # a row of n UEs has a free slot below n + 1
-        s = (st.cell_job[rows, :w] < 0).argmax(1)
+        s = _by_row(lambda job: (job < 0).argmax(1), st.cell_job, rows)  # the first free slot
         q = rows * self.S + s
         st.cell_job.reshape(-1)[q] = jid
         st.cell_type.reshape(-1)[q] = typ
@@ -343,7 +349,7 @@ class CellKind(StationGroup):
 
     def _next_session(self, st: State, rows) -> None:
         """The session column of ``rows`` in bulk: their earliest session event."""
-        st.next_event[rows, self.offset] = st.cell_event[rows].min(1)
+        st.next_event[rows, self.offset] = _by_row(lambda event: event.min(1), st.cell_event, rows)
 
     def handle(self, eng: Engine, st: State, inst, rows, slot, when):
         """Returns the UEs that left, with their times: a row may take several events at once.
@@ -389,7 +395,6 @@ class CellKind(StationGroup):
         PRBs in use above C. Sessions' channels are independent, so the order of their moves
         matters only through drops, which ``_overflows`` takes in time order: applying the
         moves together is exact. With no horizon (a drain) a row goes only to its next end."""
-        S = self.S
         horizon = st.horizon[rows]
         other = st.next_event[rows, self.offset + self.session_columns:self.offset + self.slots].min(1)
         endless = np.flatnonzero(np.isinf(horizon))
@@ -397,9 +402,7 @@ class CellKind(StationGroup):
             other[endless] = np.minimum(other[endless], st.cell_end[rows[endless]].min(1))
         until = np.minimum(np.maximum(other, np.nextafter(when, np.inf)),  # the event due now goes (ties)
                            np.nextafter(horizon, np.inf))  # events at times < until
-        k = np.flatnonzero(st.cell_event[rows] < until[:, None])  # sessions with events before
-        i = k // S
-        q = rows[i] * S + (k - i * S)
+        i, q = self._due(st, rows, until)
         end = st.cell_end.reshape(-1)[q]
         tc0 = st.cell_type.reshape(-1)[q] * _LEVELS + st.cell_cqi.reshape(-1)[q]
         moves0 = st.cell_moves.reshape(-1)[q]
@@ -435,6 +438,22 @@ class CellKind(StationGroup):
                         np.concatenate([np.where(gone[e], dropped[e], end[e]), vt]),
                         np.concatenate([gone[e], np.ones(vi.size, bool)]), repeats=True)
         self._next_session(st, rows)
+
+    def _due(self, st, rows, until):
+        """The sessions of ``rows`` (distinct) with events before ``until``: their
+        rows' positions and flat slots, row by row. A pass of most rows compares every row
+        (others against -inf): cheaper than gathering theirs."""
+        S, B = self.S, st.cell_event.shape[0]
+        if rows.size * _GATHER < B:
+            k = np.flatnonzero(st.cell_event[rows] < until[:, None])
+            i = k // S
+            return i, rows[i] * S + (k - i * S)
+        bound = np.full(B, -np.inf)
+        bound[rows] = until
+        q = np.flatnonzero(st.cell_event < bound[:, None])
+        at = np.empty(B, np.int64)
+        at[rows] = np.arange(rows.size)
+        return at[q // S], q
 
     def _overflows(self, st, rows, q, until, i, j, t, delta, after, end, gone, held, typ):
         """The moves that push the PRBs in use of rows above C, in time order, and their drops.
@@ -537,16 +556,13 @@ class CellKind(StationGroup):
         found: list[tuple[np.ndarray, ...]] = []
         todo, k = np.flatnonzero(nxt < until), _CHUNK  # not those that only end
         while todo.size:
-            start = tc[todo]
-            path, times = self._chunk(start, moves[todo], nxt[todo], key[todo], k)
+            path, times = self._chunk(tc[todo], moves[todo], nxt[todo], key[todo], k)
             take = times[:k] < until[todo]  # a prefix of each column: times increase
             n = take.sum(0)
             c, a = np.nonzero(take)  # move by move: a session's moves stay in time order
-            after = path[c, a]
-            before = np.where(c > 0, path[np.maximum(c - 1, 0), a], start[a])
-            found.append((todo[a], times[c, a], before, after))
+            found.append((todo[a], times[c, a], path[c, a], path[c + 1, a]))
             at = np.arange(todo.size)
-            tc[todo] = np.where(n > 0, path[n - 1, at], start)
+            tc[todo] = path[n, at]
             moves[todo] += n
             nxt[todo] = times[n, at]
             todo, k = todo[n == k], 2 * k  # fewer sessions with more moves left
@@ -557,18 +573,19 @@ class CellKind(StationGroup):
 
     def _chunk(self, tc, moves, nxt, key, k: int):
         """The next ``k`` moves of sessions' channels (``tc``: type * 16 + CQI), wherever they
-        fall: the channel after each (k, n), and the times of these moves and of the one after
-        (k + 1, n). Move j of a UE draws its direction from output 2j of its key and, after
+        fall: the channel before them and after each (k + 1, n), and the times of these moves
+        and of the one after (k + 1, n). Move j of a UE draws its direction from output 2j of its key and, after
         it, its wait from output 2j + 1."""
         u = channel_uniform(key, (2 * moves + np.arange(2, 2 * k + 2)[:, None]).astype(np.uint64))
-        path = np.empty((k, tc.size), np.int64)
+        path = np.empty((k + 1, tc.size), np.int64)
+        path[0] = tc
         for c in range(k):
             tc = self.turn[(u[2 * c] < self.p_up[tc]) * self.p_up.size + tc]
-            path[c] = tc
+            path[c + 1] = tc
         times = np.empty((k + 1, tc.size))
         times[0] = nxt
         np.log(u[1::2], out=times[1:])
-        times[1:] *= -self.mean_stay[path]
+        times[1:] *= -self.mean_stay[path[1:]]
         return path, np.cumsum(times, 0, out=times)
 
     def _move(self, eng, st, p, rows, s, q, when, out: _Exits) -> None:
@@ -577,9 +594,9 @@ class CellKind(StationGroup):
         moves = st.cell_moves.reshape(-1)[q] + 1
         path, times = self._chunk(typ * _LEVELS + st.cell_cqi.reshape(-1)[q], moves - 1, when,
                                   st.cell_key.reshape(-1)[q], 1)
-        cqi, nxt = path[0] % _LEVELS, times[1]
+        cqi, nxt = path[1] % _LEVELS, times[1]
         if self.bands:
-            self._recount(st, rows, typ * _LEVELS + st.cell_cqi.reshape(-1)[q], path[0])
+            self._recount(st, rows, path[0], path[1])
         st.cell_cqi.reshape(-1)[q] = cqi
         st.cell_moves.reshape(-1)[q] = moves
         st.cell_next.reshape(-1)[q] = nxt
