@@ -574,8 +574,8 @@ class CellKind(StationGroup):
     def _chunk(self, tc, moves, nxt, key, k: int):
         """The next ``k`` moves of sessions' channels (``tc``: type * 16 + CQI), wherever they
         fall: the channel before them and after each (k + 1, n), and the times of these moves
-        and of the one after (k + 1, n). Move j of a UE draws its direction from output 2j of its key and, after
-        it, its wait from output 2j + 1."""
+        and of the one after (k + 1, n). Move j of a UE draws its direction from output 2j of
+        its key and, after it, its wait from output 2j + 1."""
         u = channel_uniform(key, (2 * moves + np.arange(2, 2 * k + 2)[:, None]).astype(np.uint64))
         path = np.empty((k + 1, tc.size), np.int64)
         path[0] = tc
