@@ -57,6 +57,7 @@ _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 _S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
 _EMPTY = np.empty(0, np.int64)
+_NO_VICTIMS = (_EMPTY, _EMPTY, np.empty(0))  # victims outside a pass (row, flat session, time)
 _CHUNK = 4  # CQI moves of a session drawn at once when applying many
 _BULK_SESSIONS = 16  # session slots from which a cell takes session events in bulk
 _GATHER = 4  # a pass of fewer than 1 / _GATHER of the rows gathers their sessions, else scans all
@@ -173,7 +174,6 @@ class CellKind(StationGroup):
         lo = np.array([t.cqi_range[0] for t in cell.types])[:, None]
         hi = np.array([t.cqi_range[1] for t in cell.types])[:, None]
         dyn = np.array([t.dynamic for t in cell.types])
-        self.dynamic = dyn
         self.any_dynamic = bool(dyn.any())
         # Session events in bulk (``_bulk``) cost more numpy passes per round of the event
         # loop than one event each; they pay where a row has many sessions moving between two
@@ -206,7 +206,6 @@ class CellKind(StationGroup):
         bands = np.zeros(CQI_LEVELS + 1, np.int64)
         for edge in cell.cqi_bands:
             bands[edge:] += 1
-        self.band_of = bands
         self.bands = len(cell.cqi_bands) + 1 if cell.cqi_bands else 0
         # UEs per (type, CQI band) are counted as channels change (``_recount``), not from
         # the C slots at every decision; a channel's count: type * bands + its CQI's band
@@ -324,21 +323,6 @@ class CellKind(StationGroup):
                             np.zeros(rows.size), session, None)
         return fits
 
-    def _free(self, eng: Engine, st: State, rows, q, repeats: bool = False) -> None:
-        """Empty the session slots ``q`` (flat) of ``rows`` (distinct, unless ``repeats``)."""
-        if repeats:
-            np.subtract.at(st.cell_used, rows, st.cell_demand.reshape(-1)[q])
-            np.subtract.at(st.cell_ues.reshape(-1), rows * self.T + st.cell_type.reshape(-1)[q], 1)
-        else:
-            st.cell_used[rows] -= st.cell_demand.reshape(-1)[q]
-            st.cell_ues.reshape(-1)[rows * self.T + st.cell_type.reshape(-1)[q]] -= 1
-        if self.bands:
-            self._recount(st, rows, st.cell_type.reshape(-1)[q] * _LEVELS + st.cell_cqi.reshape(-1)[q], None)
-        st.cell_job.reshape(-1)[q] = -1
-        st.cell_end.reshape(-1)[q] = np.inf
-        st.cell_next.reshape(-1)[q] = np.inf
-        self._schedule(eng, st, rows, q, np.inf)
-
     def _schedule(self, eng: Engine, st: State, rows, q, event) -> None:
         """The next event of sessions ``q`` (flat) of ``rows``: a small cell's own columns; in
         bulk, ``cell_event`` (the session column is set by ``_next_session``)."""
@@ -431,12 +415,12 @@ class CellKind(StationGroup):
         self._schedule(eng, st, r, q, np.minimum(end, nxt))
         gone = np.isfinite(dropped)
         e = np.flatnonzero(gone | (end < until[i]))  # ended or dropped
-        vi, vq, vt = others if others is not None else (_EMPTY, _EMPTY, np.empty(0))  # victims with no event here
+        vi, vq, vt = others  # victims with no event in the pass
         leaving = np.concatenate([i[e], vi])
         if leaving.size:
             self._leave(eng, st, out, p[leaving], rows[leaving], np.concatenate([q[e], vq]),
                         np.concatenate([np.where(gone[e], dropped[e], end[e]), vt]),
-                        np.concatenate([gone[e], np.ones(vi.size, bool)]), repeats=True)
+                        np.concatenate([gone[e], np.ones(vi.size, bool)]))
         self._next_session(st, rows)
 
     def _due(self, st, rows, until):
@@ -464,13 +448,13 @@ class CellKind(StationGroup):
         what it held; else (``lowest_priority``) the victims are chosen among the UEs present
         then, as ``_drop`` does. Victims' later moves and ends go with them; the row goes on.
         Returns per session the time it is dropped (inf if not), and the victims with no event
-        in the pass (row, flat session, time), or None. Only rows whose every increase together
+        in the pass (row, flat session, time). Only rows whose every increase together
         could exceed C are put in time order."""
         used = st.cell_used[rows]
         dropped = np.full(i.size, np.inf)
         risky = used + np.bincount(i[j], np.maximum(delta, 0), until.size) > self.C
         if not risky.any():
-            return dropped, None
+            return dropped, _NO_VICTIMS
         m = np.flatnonzero(risky[i[j]])
         e = np.flatnonzero(risky[i] & (end < until[i]))
         row = np.concatenate([i[j[m]], i[e]])
@@ -503,7 +487,7 @@ class CellKind(StationGroup):
                 step[f] -= freed
             step[time > dropped[owner]] = 0  # victims' later moves and ends go with them
         if not others:
-            return dropped, None
+            return dropped, _NO_VICTIMS
         return dropped, tuple(np.concatenate(x) for x in zip(*others, strict=True))
 
     def _victims(self, st, rows, q, i, j, t, after, end, dropped, gone_too, others, ri, tau, g, level):
@@ -621,14 +605,23 @@ class CellKind(StationGroup):
             self._leave(eng, st, out, p[todo], r, v, when[todo], True)
             todo = todo[st.cell_used[r] > self.C]
 
-    def _leave(self, eng, st, out: _Exits, p, rows, q, when, dropped, repeats: bool = False) -> None:
-        """The UEs of sessions ``q`` (flat) of ``rows`` leave at ``when`` (None: the round's
-        times), dropped where ``dropped`` (else their session ended)."""
+    def _leave(self, eng, st, out: _Exits, p, rows, q, when, dropped) -> None:
+        """The UEs of sessions ``q`` (flat) of ``rows`` (repeats allowed) leave at ``when``
+        (None: the round's times), dropped where ``dropped`` (else their session ended), and
+        free their slots."""
         jid = st.cell_job.reshape(-1)[q]
         out.add(p, jid, when)
         dropped = np.broadcast_to(dropped, jid.shape)
         st.cell_fate.reshape(-1)[rows[dropped] * eng.jobs.capacity + jid[dropped]] = DROPPED
-        self._free(eng, st, rows, q, repeats)
+        typ = st.cell_type.reshape(-1)[q]
+        np.subtract.at(st.cell_used, rows, st.cell_demand.reshape(-1)[q])
+        np.subtract.at(st.cell_ues.reshape(-1), rows * self.T + typ, 1)
+        if self.bands:
+            self._recount(st, rows, typ * _LEVELS + st.cell_cqi.reshape(-1)[q], None)
+        st.cell_job.reshape(-1)[q] = -1
+        st.cell_end.reshape(-1)[q] = np.inf
+        st.cell_next.reshape(-1)[q] = np.inf
+        self._schedule(eng, st, rows, q, np.inf)
 
     def _handovers(self, eng, st, inst, p, rows, h, when, out: _Exits) -> None:
         """Handover arrivals (real run only: a probe turns them off): the next one is drawn,
