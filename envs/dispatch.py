@@ -210,24 +210,8 @@ class PoolsDispatch:
                         Column("policy", (), np.int64), Column("tau"), Column("copied", (), bool, False))
 
     def _pool1_given_info(self) -> np.ndarray:
-        """P(first pool = pool 1) given the dispatcher's information: the faster pool for the
-        known type; for a signal, the faster pool of a most likely type (ties: uniform among
-        them); p_split without information, on equal speeds, or always under ``split``."""
-        pools, J = self.pools, self.J
-        out = np.full(J + 1, pools.p_split)
-        if pools.assign == "split" or pools.knowledge == "none":
-            return out
-        s = self.speed
-        pref = np.where(s[0] > s[1], 1.0, np.where(s[0] < s[1], 0.0, pools.p_split))
-        if pools.knowledge == "signal":
-            q = pools.q
-            lik = np.eye(J) if J == 1 else np.where(np.eye(J, dtype=bool), q, (1.0 - q) / (J - 1))  # [k, j]
-            post = lik * np.asarray(pools.p)[None, :]
-            top = post >= post.max(axis=1, keepdims=True) * (1.0 - 1e-12)
-            out[:J] = (top * pref[None, :]).sum(1) / top.sum(1)
-        else:
-            out[:J] = pref
-        return out
+        """P(first pool = pool 1) given the dispatcher's information (``Pools.pool1_given_info``)."""
+        return self.pools.pool1_given_info()
 
     # ------------------------------------------------------------------ arrival
     def event_kinds(self, kinds, offset: int) -> list:
@@ -392,12 +376,6 @@ class PoolTimers:
 
 
 def make_routing(spec: NetworkSpec):
-    """The dispatch rule a spec describes: a cell's, copy-to-d (redundancy), two pools, or routing."""
-    if spec.cell is not None:
-        from envs.kinds.cell import CellDispatch
-        return CellDispatch(spec)
-    if spec.redundancy is not None:
-        return CopyToD(spec)
-    if spec.pools is not None:
-        return PoolsDispatch(spec)
-    return ProbabilisticRouting(spec)
+    """The dispatch rule a spec describes, chosen by its system (``envs.systems``): routing
+    for a network, a cell's, copy-to-d (redundancy) or two pools."""
+    return spec.system.routing()

@@ -79,13 +79,9 @@ class ObservationEncoding:
 
     @classmethod
     def for_spec(cls, spec: NetworkSpec, include_in_service: bool = False) -> ObservationEncoding:
-        pool = spec.redundancy is not None
-        if spec.pools is not None:  # the busy servers per pool always: they show what a timer may free
-            return cls(spec.num_stations, True, spec.num_classes, spec.period, False, spec.pools.num_types + 1, -1)
-        if spec.cell is not None:
-            bands = len(spec.cell.cqi_bands) + 1 if spec.cell.cqi_bands else 0
-            return cls(spec.num_stations, False, spec.num_classes, spec.period, False, 0, bands)
-        return cls(spec.num_stations, include_in_service and not pool, spec.num_classes, spec.period, pool)
+        """The encoding ``spec``'s system chooses (``System.encoding``; redundancy, pools and a
+        cell decide ``include_in_service`` themselves)."""
+        return spec.system.encoding(include_in_service)
 
     @property
     def width(self) -> int:

@@ -87,5 +87,6 @@ def met_deadline(delay, d_ub) -> np.ndarray:
 
 
 def reward_rule(spec) -> RewardRule:
-    """The reward of ``spec``'s decisions: a cell's ``blocking_reward``, else its objective's."""
-    return REWARD_RULES["blocking" if spec.cell is not None else spec.objective]
+    """The reward of ``spec``'s decisions, as its system says (``System.reward_rule``): a
+    cell's ``blocking_reward``, else its objective's."""
+    return REWARD_RULES[spec.system.reward_rule()]

@@ -12,15 +12,20 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import yaml
 
 from envs.arrivals import ArrivalProcess, PoissonProfileArrivals, RenewalArrivals, make_arrivals
-from envs.cellspec import CellSpec, make_cell
 from envs.distributions import Distribution, make_distribution, read_text_file
-from envs.errors import SpecError, as_number, brief, check_keys, did_you_mean, number_list
+from envs.errors import SpecError, as_number, brief, check_keys, did_you_mean
+
+if TYPE_CHECKING:
+    from envs.cellspec import CellSpec
+    from envs.systems import System
+    from envs.systems.pools import Pools
+    from envs.systems.redundancy import Redundancy
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 DELAY_MEASURES = ("sojourn", "paper")
@@ -31,15 +36,6 @@ EXIT = "exit"
 RESERVED_NAMES = (EXIT, REJECT, ACCEPT)  # the routing sink and the controller's own actions
 TOP_KEYS = ("name", "arrival", "classes", "stations", "entry", "routing", "d_ub", "eps", "lam", "delay",
             "actions", "objective", "redundancy", "pools", "cell")
-POOLS_KEYS = ("servers", "types", "size", "knowledge", "assign", "p_split", "policy", "tau", "restart", "timer",
-              "actions")
-POOL_ACTION_KEYS = ("pool", "policy", "tau")
-POOL_KNOWLEDGE = ("full", "none", "signal", "revealed")
-POOL_POLICIES = ("none", "reroute", "replicate")
-POOL_RESTARTS = ("same", "fresh")
-POOL_TIMERS = ("service", "arrival")
-REDUNDANCY_KEYS = ("servers", "kind", "copies", "size", "scale", "factor", "d")
-COPY_LAWS = ("identical", "iid", "scaled")
 STATION_KEYS = ("name", "servers", "service", "kind")
 CLASS_KEYS = ("name", "arrival", "d_ub")
 _TOP_ALIASES = {"deadline": "d_ub", "dub": "d_ub", "epsilon": "eps", "lambda": "lam", "arrivals": "arrival",
@@ -58,101 +54,6 @@ class StationSpec:
     servers: int
     service: Distribution
     kind: str = "fcfs"
-
-
-@dataclass(frozen=True)
-class Redundancy:
-    """Redundancy-d: ``servers`` identical servers of ``kind`` (1 server's rate each); a job
-    is copied to d distinct servers chosen uniformly at random, d from ``choices`` (the
-    controller's actions), and the first copy to finish cancels the others.
-
-    Copy sizes (X_1..X_N) follow the joint law ``copies``: ``identical`` (one draw of
-    ``size``), ``iid`` (independent draws of ``size``) or ``scaled`` (X_i = S * Y_i, S from
-    ``scale``, Y_i i.i.d. from ``factor``).
-    """
-
-    servers: int
-    kind: str
-    copies: str
-    choices: tuple[int, ...]
-    size: Distribution | None = None
-    scale: Distribution | None = None
-    factor: Distribution | None = None
-
-    def to_dict(self, dist) -> dict[str, Any]:
-        out: dict[str, Any] = {"servers": self.servers, "kind": self.kind, "copies": self.copies,
-                               "d": list(self.choices)}
-        for key in ("size", "scale", "factor"):
-            if getattr(self, key) is not None:
-                out[key] = dist(getattr(self, key))
-        return out
-
-
-@dataclass(frozen=True)
-class PoolAction:
-    """One choice of the pools controller: the first pool (0, 1, or -1: the assignment rule),
-    what happens after tau in service there (``policy``) and tau per first pool."""
-
-    pool: int
-    policy: str
-    tau: tuple[float, float]
-
-    @property
-    def name(self) -> str:
-        where = "auto" if self.pool < 0 else f"pool{self.pool + 1}"
-        if self.policy == "none" or all(math.isinf(t) for t in self.tau):
-            return where
-        t = f"{self.tau[0]:g}" if self.tau[0] == self.tau[1] else f"{self.tau[0]:g},{self.tau[1]:g}"
-        return f"{where}-{self.policy}@{t}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"pool": "auto" if self.pool < 0 else self.pool + 1, "policy": self.policy,
-                "tau": [_tau_out(t) for t in self.tau]}
-
-
-@dataclass(frozen=True)
-class Pools:
-    """Two server pools (system B of systems.md): ``servers`` = (N_1, N_2) FCFS servers, job
-    types with probabilities ``p`` and speeds ``speeds[i][j]`` (pool i, type j: a type-j job
-    needs X / s_ij on pool i, X from ``size``).
-
-    ``knowledge``: full, none, signal (a signal equal to the type w.p. ``q``, else another type
-    uniformly) or revealed (the type known for a fraction ``f`` of jobs). ``assign``: faster
-    (the faster pool for the known or most likely type; ``p_split`` = P(pool 1) without
-    information or on equal speeds) or split (pool 1 w.p. ``p_split``). ``actions``: the
-    controller's (pool, policy, tau) choices; a single one is the fixed policy.
-    ``restart``: a rerouted job or a copy needs the same X (same) or a fresh draw (fresh);
-    ``timer``: tau counts from the start of service on the first pool (service) or from arrival.
-    """
-
-    servers: tuple[int, int]
-    p: tuple[float, ...]
-    speeds: tuple[tuple[float, ...], tuple[float, ...]]
-    size: Distribution
-    knowledge: str = "full"
-    q: float | None = None
-    f: float | None = None
-    assign: str = "faster"
-    p_split: float = 0.5
-    restart: str = "same"
-    timer: str = "service"
-    actions: tuple[PoolAction, ...] = (PoolAction(-1, "none", (math.inf, math.inf)),)
-
-    @property
-    def num_types(self) -> int:
-        return len(self.p)
-
-    def to_dict(self, dist) -> dict[str, Any]:
-        knowledge: Any = self.knowledge
-        if self.knowledge == "signal":
-            knowledge = {"signal": self.q}
-        elif self.knowledge == "revealed":
-            knowledge = {"revealed": self.f}
-        return {"servers": list(self.servers),
-                "types": [{"p": pj, "speeds": [self.speeds[0][j], self.speeds[1][j]]} for j, pj in enumerate(self.p)],
-                "size": dist(self.size), "knowledge": knowledge,
-                "assign": "faster" if self.assign == "faster" else {"split": self.p_split}, "p_split": self.p_split,
-                "restart": self.restart, "timer": self.timer, "actions": [a.to_dict() for a in self.actions]}
 
 
 @dataclass(frozen=True)
@@ -178,6 +79,10 @@ class NetworkSpec:
     action 0 must be ``reject``), or a control objective scored on each decision's own
     outcome: ``response_time`` (reward -delay) or ``deadline`` (reward 1{delay < d_ub}).
     ``classes`` (optional) replace ``arrival`` by one arrival process per job class.
+
+    Which system the spec describes is ``system`` (``envs.systems``): a network, or the
+    system of its block (``redundancy``, ``pools``, ``cell``: the block's parsed form; the
+    stations, routing and actions are what it expands into).
     """
 
     name: str
@@ -192,12 +97,19 @@ class NetworkSpec:
     actions: tuple[str, ...] = (REJECT, ACCEPT)
     objective: str = "admission"
     classes: tuple[JobClass, ...] = ()
-    redundancy: Redundancy | None = None
-    pools: Pools | None = None
+    redundancy: Redundancy | None = None  # redundancy-d (envs.systems.redundancy): N servers, d copies per job
+    pools: Pools | None = None  # two server pools (envs.systems.pools)
     cell: CellSpec | None = None  # a 5G cell (envs.cellspec): one station of kind cell, a job class per UE type
 
     def __post_init__(self) -> None:
         _validate(self)
+
+    @property
+    def system(self) -> System:
+        """The plugin of this spec's system, bound to it (``envs.systems.system_of``): ask it
+        for the system's name, kind, headline, stability, dispatch rule, observation, reward."""
+        from envs.systems import system_of
+        return system_of(self)
 
     # ----------------------------------------------------------------- derived facts
     @property
@@ -261,30 +173,19 @@ class NetworkSpec:
         means = np.array([s.service.mean for s in self.stations])
         return self.arrival_rate * admitted_fraction * self.visit_ratios() * means / self.servers
 
-    def _instability(self) -> SpecError | None:
-        if self.cell is not None:  # a loss system: nothing queues, so nothing can grow without bound
-            return None
-        rho = self.utilization()
-        worst = int(np.argmax(rho))
-        if rho[worst] >= 1.0:
-            return SpecError(f"stations[{worst}] ({self.stations[worst].name})",
-                             f"load {rho[worst]:.3f} >= 1 when every job is accepted, so queues grow without bound",
-                             "add servers, speed up service or lower the arrival rate")
-        return None
-
     def check_stable(self) -> None:
-        """Raise if accepting every job overloads a station (matters for accept-all runs)."""
-        err = self._instability()
+        """Raise if the system cannot be stable whatever its controller chooses (a network:
+        if accepting every job overloads a station; ``System.stability_error``)."""
+        err = self.system.stability_error()
         if err is not None:
             raise err
 
     def stability_warning(self) -> str | None:
-        """The one-line text ``check_stable`` would raise, or None when accept-all is stable.
+        """The one-line text ``check_stable`` would raise, or None (``System.stability_problem``).
 
         For callers that should warn at start rather than refuse (admission control can keep
         an overloaded network stable by rejecting jobs)."""
-        err = self._instability()
-        return None if err is None else str(err)
+        return self.system.stability_problem()
 
     def with_overrides(self, **overrides: Any) -> NetworkSpec:
         """A copy with some top-level fields replaced (d_ub, eps, lam, delay, name)."""
@@ -341,25 +242,7 @@ class NetworkSpec:
             "actions": list(self.actions),
             "objective": self.objective,
         }
-        if self.redundancy is not None:
-            for key in ("stations", "entry", "routing", "actions"):
-                del out[key]
-            out["redundancy"] = self.redundancy.to_dict(dist)
-        if self.pools is not None:
-            for key in ("stations", "entry", "routing", "actions"):
-                del out[key]
-            out["pools"] = self.pools.to_dict(dist)
-        if self.cell is not None:
-            for key in ("stations", "entry", "routing", "actions", "delay") + (() if math.isfinite(self.d_ub) else ("d_ub",)):
-                del out[key]
-            out["cell"] = self.cell.to_dict(dist, process)
-            return out
-        if self.classes:
-            out["classes"] = [{"name": c.name, "arrival": process(c.arrival)} | ({"d_ub": c.d_ub} if c.d_ub else {})
-                              for c in self.classes]
-        else:
-            out["arrival"] = process(self.arrival)
-        return out
+        return self.system.write(out, dist, process)
 
     # ----------------------------------------------------------------- constructors
     @classmethod
@@ -370,14 +253,9 @@ class NetworkSpec:
             raise SpecError("<spec>", f"expected a mapping, got {type(cfg).__name__}",
                             "write the network as a YAML mapping with 'stations', 'arrival', 'd_ub', 'eps'")
         check_keys(cfg, TOP_KEYS, "", what="a network description", aliases=_TOP_ALIASES)
-        if "redundancy" in cfg and "pools" in cfg:
-            raise SpecError("pools", "cannot be given with 'redundancy'", "describe one system per file")
-        if "redundancy" in cfg:
-            cfg = _expand_redundancy(cfg, base_dir)
-        if "pools" in cfg:
-            cfg = _expand_pools(cfg, base_dir)
-        if "cell" in cfg:
-            cfg = _expand_cell(cfg, base_dir)
+        from envs.systems import system_class
+        system = system_class(cfg)
+        cfg = system.expand(cfg, base_dir)
         for key in ("stations", "d_ub", "eps"):
             if key not in cfg:
                 raise SpecError(key, "missing", f"add '{key}' to the network description")
@@ -468,7 +346,7 @@ class NetworkSpec:
             eps=_number(cfg["eps"], "eps"),
             lam=None if lam is None or (isinstance(lam, str) and lam.strip().lower() == "auto") else _number(lam, "lam"),
             delay=_text(cfg.get("delay", "sojourn"), "delay"),
-            actions=(tuple(cfg["actions"]) if "redundancy" in cfg or "pools" in cfg
+            actions=(tuple(cfg["actions"]) if system.generates_actions
                      else _actions(cfg.get("actions", [REJECT, ACCEPT]))),
             objective=_text(cfg.get("objective", "admission"), "objective"),
             classes=_classes(cfg["classes"], base_dir) if "classes" in cfg else (),
@@ -553,222 +431,6 @@ def _classes(raw: Any, base_dir: Path | None) -> tuple[JobClass, ...]:
     return tuple(out)
 
 
-def _expand_redundancy(cfg: Mapping[str, Any], base_dir: Path | None) -> dict[str, Any]:
-    """A ``redundancy`` block stands for N single-server stations that every job may be
-    copied to; it becomes those stations (``server1..N``), each leading to the exit."""
-    raw = cfg["redundancy"]
-    for key in ("stations", "entry", "routing", "actions"):
-        if key in cfg:
-            raise SpecError(key, "cannot be given with 'redundancy'",
-                            "describe the servers in the redundancy block (servers, kind, size, copies, d)")
-    if not isinstance(raw, Mapping):
-        raise SpecError("redundancy", f"expected a mapping, got {brief(raw)}",
-                        "give e.g. {servers: 10, kind: ps, copies: iid, size: {dist: exponential, mean: 1}, d: [1, 2]}")
-    check_keys(raw, REDUNDANCY_KEYS, "redundancy", what="a redundancy block")
-    servers = raw.get("servers")
-    if isinstance(servers, bool) or not isinstance(servers, (int, np.integer)) or not 1 <= servers <= 10_000:
-        raise SpecError("redundancy.servers", f"must be a positive integer, got {brief(servers)}",
-                        "give the number of servers N")
-    kind = raw.get("kind", "ps")
-    if kind not in STATION_KINDS:
-        raise SpecError("redundancy.kind", f"unknown kind {brief(kind)}", f"use one of {', '.join(STATION_KINDS)}")
-    copies = raw.get("copies", "iid")
-    if copies not in COPY_LAWS:
-        raise SpecError("redundancy.copies", f"unknown joint law {brief(copies)}", f"use one of {', '.join(COPY_LAWS)}")
-    need = ("scale", "factor") if copies == "scaled" else ("size",)
-    for key in ("size", "scale", "factor"):
-        if (key in raw) != (key in need):
-            raise SpecError(f"redundancy.{key}", "missing" if key in need else f"not used by copies: {copies}",
-                            f"copies: {copies} takes {' and '.join(need)}")
-    dists = {k: make_distribution(raw[k], f"redundancy.{k}", base_dir) for k in need}
-    d = raw.get("d", [1])
-    d = [d] if isinstance(d, (int, np.integer)) and not isinstance(d, bool) else d
-    if not _is_list(d) or not d or any(isinstance(x, bool) or not isinstance(x, (int, np.integer))
-                                       or not 1 <= x <= servers for x in d) or len(set(d)) != len(d):
-        raise SpecError("redundancy.d", f"must be distinct integers in 1..{servers}, got {brief(d)}",
-                        "give the replication degrees the controller may choose, e.g. [1, 2, 3]")
-    spec_d = Redundancy(int(servers), kind, copies, tuple(int(x) for x in d), **dists)
-    work = dists.get("size") or dists["factor"]  # per-station entry, replaced by the copy law's draws
-    out = dict(cfg)
-    del out["redundancy"]
-    out["stations"] = [{"name": f"server{i + 1}", "servers": 1, "service": work, "kind": kind}
-                       for i in range(servers)]
-    out["actions"] = [f"d{x}" for x in spec_d.choices]
-    out.setdefault("objective", "response_time")
-    out["redundancy"] = spec_d
-    return out
-
-
-def _tau_out(t: float) -> float | str:
-    return "inf" if math.isinf(t) else t
-
-
-def _word(raw: Any, field: str, choices: Sequence[str]) -> str:
-    if not isinstance(raw, str) or raw not in choices:
-        guess = did_you_mean(raw, choices) if isinstance(raw, str) else None
-        raise SpecError(field, f"unknown value {brief(raw)}",
-                        (f"did you mean '{guess}'? " if guess else "") + f"use one of {', '.join(choices)}")
-    return raw
-
-
-def _probability(raw: Any, field: str, fix: str) -> float:
-    x = as_number(raw, field, fix)
-    if not 0.0 <= x <= 1.0:
-        raise SpecError(field, f"must be a probability in [0, 1], got {brief(raw)}", fix)
-    return x
-
-
-def _pool_tau(raw: Any, field: str) -> tuple[float, float]:
-    """tau: one time >= 0 for both pools (inf = never) or [tau_1, tau_2] (by first pool)."""
-    fix = "give a time >= 0 (.inf or 'inf' = never), or [tau_1, tau_2] per first pool"
-    values = number_list(raw, field, "times", fix, lambda x: None if x >= 0 else "must be >= 0") if _is_list(raw) \
-        else (as_number(raw, field, fix),)
-    if len(values) not in (1, 2) or any(not x >= 0 for x in values):  # not >= also catches NaN
-        raise SpecError(field, f"expected one time >= 0 or two, got {brief(raw)}", fix)
-    return (values[0], values[-1])
-
-
-def _pool_action(raw: Any, field: str, default: PoolAction) -> PoolAction:
-    fix = "give e.g. {pool: 1, policy: reroute, tau: 2.0} (pool: 1, 2 or auto; policy: none, reroute, replicate)"
-    if not isinstance(raw, Mapping):
-        raise SpecError(field, f"expected a mapping, got {brief(raw)}", fix)
-    check_keys(raw, POOL_ACTION_KEYS, field, what="a pools action")
-    pool = raw.get("pool", "auto")
-    if pool == "auto":
-        pool = -1
-    elif isinstance(pool, (int, np.integer)) and not isinstance(pool, bool) and pool in (1, 2):
-        pool = int(pool) - 1
-    else:
-        raise SpecError(field + ".pool", f"expected 1, 2 or auto, got {brief(pool)}", fix)
-    policy = _word(raw.get("policy", default.policy), field + ".policy", POOL_POLICIES)
-    tau = _pool_tau(raw["tau"], field + ".tau") if "tau" in raw else default.tau
-    if policy != "none" and "tau" not in raw and "policy" in raw and default.policy == "none":
-        raise SpecError(field + ".tau", f"missing for policy {policy}", "give the time in service before acting")
-    return PoolAction(pool, policy, tau)
-
-
-def _expand_pools(cfg: Mapping[str, Any], base_dir: Path | None) -> dict[str, Any]:
-    """A ``pools`` block stands for two FCFS stations (``pool1``, ``pool2``) and the dispatch
-    rule ``envs.dispatch.PoolsDispatch``."""
-    raw = cfg["pools"]
-    for key in ("stations", "entry", "routing", "actions"):
-        if key in cfg:
-            raise SpecError(key, "cannot be given with 'pools'",
-                            "describe the pools in the pools block (servers, types, size, policy, actions)")
-    example = ("give e.g. {servers: [2, 2], types: [{p: 0.5, speeds: [1, 0.1]}, {p: 0.5, speeds: [0.1, 1]}], "
-               "size: {dist: exponential, mean: 1}}")
-    if not isinstance(raw, Mapping):
-        raise SpecError("pools", f"expected a mapping, got {brief(raw)}", example)
-    check_keys(raw, POOLS_KEYS, "pools", what="a pools block",
-               aliases={"speed": "types", "speeds": "types", "p": "types", "n": "servers", "dist": "size",
-                        "service": "size", "action": "actions", "threshold": "tau"})
-    servers = raw.get("servers")
-    if (not _is_list(servers) or len(servers) != 2
-            or any(isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 10_000
-                   for n in servers)):
-        raise SpecError("pools.servers", f"must be two positive integers [N1, N2], got {brief(servers)}",
-                        "give the number of servers of each pool, e.g. [2, 2]")
-    types = raw.get("types")
-    if not _is_list(types) or not types:
-        raise SpecError("pools.types", f"must be a non-empty list, got {brief(types)}",
-                        "list each job type as {p: probability, speeds: [on pool 1, on pool 2]}")
-    p, speeds = [], []
-    for j, t in enumerate(types):
-        field = f"pools.types[{j}]"
-        if not isinstance(t, Mapping):
-            raise SpecError(field, f"expected a mapping, got {brief(t)}", "give {p: 0.5, speeds: [1.0, 0.1]}")
-        check_keys(t, ("p", "speeds"), field, what="a job type")
-        for key in ("p", "speeds"):
-            if key not in t:
-                raise SpecError(f"{field}.{key}", "missing", "give {p: 0.5, speeds: [1.0, 0.1]}")
-        p.append(_probability(t["p"], field + ".p", "give the type's probability"))
-        sp = number_list(t["speeds"], field + ".speeds", "speeds", "give two speeds > 0: [on pool 1, on pool 2]",
-                         lambda x: None if math.isfinite(x) and x > 0 else "must be finite and > 0")
-        if len(sp) != 2:
-            raise SpecError(field + ".speeds", f"expected two speeds [on pool 1, on pool 2], got {len(sp)}",
-                            "give one speed per pool")
-        speeds.append(sp)
-    if abs(sum(p) - 1.0) > 1e-9:
-        raise SpecError("pools.types", f"the probabilities p sum to {sum(p):.6g}", "make them sum to 1")
-    size = make_distribution(raw.get("size", {"dist": "exponential", "mean": 1.0}), "pools.size", base_dir)
-    know, q, f = raw.get("knowledge", "full"), None, None
-    know_fix = "use full, none, {signal: q} (signal = type w.p. q) or {revealed: f} (type known for a fraction f)"
-    if isinstance(know, Mapping):
-        if len(know) != 1 or next(iter(know)) not in ("signal", "revealed"):
-            raise SpecError("pools.knowledge", f"expected {{signal: q}} or {{revealed: f}}, got {brief(know)}",
-                            know_fix)
-        (kind, value), = know.items()
-        if kind == "signal":
-            q = _probability(value, "pools.knowledge.signal", "give the probability q that the signal is the type")
-        else:
-            f = _probability(value, "pools.knowledge.revealed", "give the fraction f of jobs whose type is known")
-        know = kind
-    elif know not in ("full", "none"):
-        hint = "partial knowledge is {signal: q} or {revealed: f}; " if know in ("partial", "signal", "revealed") else ""
-        raise SpecError("pools.knowledge", f"unknown knowledge level {brief(know)}", hint + know_fix)
-    p_split = _probability(raw.get("p_split", 0.5), "pools.p_split", "give P(pool 1) when the type says nothing")
-    assign = raw.get("assign", "faster")
-    if isinstance(assign, Mapping) and set(assign) == {"split"}:
-        p_split = _probability(assign["split"], "pools.assign.split", "give the probability of pool 1")
-        assign = "split"
-    elif assign not in ("faster", "split"):
-        raise SpecError("pools.assign", f"unknown assignment {brief(assign)}",
-                        "use faster (the faster pool for the known or likely type) or {split: p} (pool 1 w.p. p)")
-    policy = _word(raw.get("policy", "none"), "pools.policy", POOL_POLICIES)
-    if policy != "none" and "tau" not in raw:
-        raise SpecError("pools.tau", f"missing for policy {policy}",
-                        "give the time in service before acting: tau: 2.0 or [tau_1, tau_2]")
-    tau = _pool_tau(raw.get("tau", math.inf), "pools.tau")
-    restart = _word(raw.get("restart", "same"), "pools.restart", POOL_RESTARTS)
-    timer = _word(raw.get("timer", "service"), "pools.timer", POOL_TIMERS)
-    default = PoolAction(-1, policy, tau)
-    if "actions" in raw:
-        acts = raw["actions"]
-        if not _is_list(acts) or not acts:
-            raise SpecError("pools.actions", f"must be a non-empty list, got {brief(acts)}",
-                            "list the controller's choices, e.g. [{pool: 1}, {pool: 2}, {pool: 1, policy: "
-                            "replicate, tau: 1.0}]")
-        actions = tuple(_pool_action(a, f"pools.actions[{i}]", default) for i, a in enumerate(acts))
-    else:
-        actions = (default,)
-    names = [a.name for a in actions]
-    if len(set(names)) != len(names):
-        raise SpecError("pools.actions", f"repeated choices {names}", "list each (pool, policy, tau) once")
-    spec_p = Pools((int(servers[0]), int(servers[1])), tuple(p),
-                   (tuple(s[0] for s in speeds), tuple(s[1] for s in speeds)), size, know, q, f, assign, p_split,
-                   restart, timer, actions)
-    out = dict(cfg)
-    del out["pools"]
-    out["stations"] = [{"name": f"pool{i + 1}", "servers": int(servers[i]), "service": size, "kind": "fcfs"}
-                       for i in range(2)]
-    out["actions"] = names
-    out.setdefault("objective", "response_time")
-    out.setdefault("d_ub", 10.0 * size.mean / min(min(s) for s in speeds))
-    out.setdefault("eps", 0.1)
-    out["pools"] = spec_p
-    return out
-
-
-def _expand_cell(cfg: Mapping[str, Any], base_dir: Path | None) -> dict[str, Any]:
-    """A ``cell`` block (``envs.cellspec``) is one station of kind ``cell`` with C PRBs and
-    one job class per UE type; admission control (reject, accept) with success = the UE
-    finishes its session without being dropped. ``d_ub`` is not used (default inf)."""
-    for key in ("stations", "entry", "routing", "actions", "arrival", "classes", "redundancy", "delay"):
-        if key in cfg:
-            raise SpecError(key, "cannot be given with 'cell'",
-                            "describe the UE types, their arrivals and sessions in the cell block")
-    if cfg.get("objective", "admission") != "admission":
-        raise SpecError("objective", f"a cell is admission-controlled, got {brief(cfg['objective'])}",
-                        "use objective: admission (or omit it)")
-    cell = make_cell(cfg["cell"], base_dir)
-    out = dict(cfg)
-    out["stations"] = [{"name": "cell", "servers": cell.prbs, "service": cell.types[0].session, "kind": "cell"}]
-    out["classes"] = [{"name": t.name, "arrival": t.arrival} for t in cell.types]
-    out.setdefault("d_ub", math.inf)
-    out["cell"] = cell
-    return out
-
-
 def _actions(value: Any) -> tuple[str, ...]:
     if not _is_list(value) or len(value) < 2:
         raise SpecError("actions", f"must be a list of at least two choices, got {brief(value)}",
@@ -788,6 +450,7 @@ def _number(value: Any, field: str) -> float:
 
 def _validate(spec: NetworkSpec) -> None:
     n = len(spec.stations)
+    system = spec.system
     for i, st in enumerate(spec.stations):
         if not isinstance(st.name, str):
             raise SpecError(f"stations[{i}].name", f"expected a name, got {brief(st.name)}",
@@ -795,7 +458,7 @@ def _validate(spec: NetworkSpec) -> None:
         _station_name(st.name, f"stations[{i}].name")
         if st.servers < 1:
             raise SpecError(f"stations[{i}].servers", f"must be >= 1, got {st.servers}", "give 1 or more servers")
-        if (st.kind == "cell") != (spec.cell is not None):
+        if st.kind in STATION_KINDS and st.kind not in system.station_kinds:
             raise SpecError(f"stations[{i}].kind", "a cell is described by a 'cell:' block, not a station",
                             "write the cell as a top-level 'cell:' block (see envs/cellspec.py)")
         if st.kind not in STATION_KINDS:
@@ -809,7 +472,7 @@ def _validate(spec: NetworkSpec) -> None:
         if c.d_ub is not None and not (math.isfinite(c.d_ub) and c.d_ub > 0):
             raise SpecError(f"classes[{i}].d_ub", f"must be a positive deadline, got {c.d_ub}",
                             "give the class's end-to-end deadline, or omit it to use d_ub")
-    if not ((math.isfinite(spec.d_ub) or spec.cell is not None) and spec.d_ub > 0):
+    if not ((math.isfinite(spec.d_ub) or not system.needs_deadline) and spec.d_ub > 0):
         raise SpecError("d_ub", f"must be a positive deadline, got {spec.d_ub}", "give the end-to-end deadline")
     if not 0.0 < spec.eps < 1.0:
         raise SpecError("eps", f"must be in (0, 1), got {spec.eps}", "give the allowed violation probability")
@@ -823,13 +486,8 @@ def _validate(spec: NetworkSpec) -> None:
     if len(names) != n:
         raise SpecError("stations", f"duplicate station names {list(spec.station_names)}",
                         "give every station a unique name")
-    if spec.pools is not None and spec.admission:
-        raise SpecError("objective", "the pools system is controlled (every job is served), not admitted",
-                        "use objective: response_time (the default) or deadline")
-    for i, a in enumerate(() if spec.redundancy is not None or spec.pools is not None else spec.actions):
-        if a not in (REJECT, ACCEPT) and a not in names:
-            raise SpecError(f"actions[{i}]", f"unknown action {a!r}",
-                            f"use reject, accept or a station name ({', '.join(spec.station_names)})")
+    system.validate()
+    system.check_actions()
     if len(set(spec.actions)) != len(spec.actions):
         raise SpecError("actions", f"repeated choices in {list(spec.actions)}", "list each choice once")
     if spec.admission and spec.actions[0] != REJECT:

@@ -11,7 +11,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from envs.driver import Driver
 from envs.observation import ObservationEncoding
 from envs.outcomes import Outcomes
-from envs.reward import cell_charges, reward_rule
+from envs.reward import reward_rule
 from envs.spec import NetworkSpec
 
 
@@ -82,10 +82,6 @@ class AdmissionVectorEnv(VectorEnv):
 
     def rewards(self, done: Outcomes, actions: np.ndarray, step: int) -> np.ndarray:
         """Per-instance sum of the rewards of the rows in ``done`` that are decisions; a cell
-        is paid per step, for the UE arriving at ``step`` and the drops since (``envs.reward``)."""
-        if self.spec.cell is not None:
-            carried, drops = cell_charges(done, actions, step)
-            return self._reward(carried, True, drops, self.lam, self.spec.eps)
-        done = done.decisions()
-        r = self._reward(done.action, done.success, done.delay, self.lam, self.spec.eps)
-        return np.bincount(done.env, weights=r, minlength=self.num_envs)
+        is paid per step, for the UE arriving at ``step`` and the drops since (``envs.reward``):
+        the system computes them (``System.step_rewards``)."""
+        return self.spec.system.step_rewards(done, actions, step, self._reward, self.lam, self.num_envs)

@@ -1,0 +1,58 @@
+"""The systems the engine simulates, one plugin each (``envs.systems.base.System``):
+
+=============  ===========  =========================  ==========================================
+name           YAML block   kind                       headline (``drl_ac.evaluation.metrics`` key)
+=============  ===========  =========================  ==========================================
+network        (none)       admission, or control      max ``acceptance`` s.t. ``violation`` <= eps;
+                            (objective response_time   control: min ``mean_delay`` (deadline:
+                            or deadline)               max ``throughput``)
+cell           ``cell``     loss                       min ``blocking`` s.t. ``dropping`` <= eps
+redundancy     ``redundancy``  control                 min ``mean_delay`` (deadline: max ``throughput``)
+pools          ``pools``    control                    min ``mean_delay`` (deadline: max ``throughput``)
+=============  ===========  =========================  ==========================================
+
+``spec.system`` (``system_of(spec)``) is the plugin bound to a spec; code outside this
+package asks it (``spec.system.name``, ``.kind``, ``.headline``, ``.stability_problem()``, ...)
+instead of testing which block a spec has. ``SYSTEMS`` maps names to plugin classes; a new
+system is a module here with a ``System`` subclass added to it (its block key also goes in
+``envs.spec.TOP_KEYS``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from envs.errors import SpecError
+from envs.systems.base import KINDS, Headline, System
+from envs.systems.cell import CellSystem
+from envs.systems.network import NetworkSystem
+from envs.systems.pools import PoolsSystem
+from envs.systems.redundancy import RedundancySystem
+
+if TYPE_CHECKING:
+    from envs.spec import NetworkSpec
+
+SYSTEMS: dict[str, type[System]] = {cls.name: cls for cls in (NetworkSystem, CellSystem, RedundancySystem,
+                                                              PoolsSystem)}
+BLOCKS: dict[str, type[System]] = {cls.block: cls for cls in SYSTEMS.values() if cls.block is not None}
+
+
+def system_class(cfg: Mapping[str, Any]) -> type[System]:
+    """The system a YAML mapping describes: the one whose block it has (a network without)."""
+    found = [cls for block, cls in BLOCKS.items() if block in cfg]
+    if len(found) > 1:
+        raise SpecError(found[1].block, f"cannot be given with '{found[0].block}'", "describe one system per file")
+    return found[0] if found else NetworkSystem
+
+
+def system_of(spec: NetworkSpec) -> System:
+    """The plugin of ``spec``'s system, bound to it (what ``spec.system`` returns)."""
+    found = [cls for block, cls in BLOCKS.items() if getattr(spec, block) is not None]
+    if len(found) > 1:
+        raise SpecError(found[1].block, f"cannot be given with '{found[0].block}'", "describe one system per spec")
+    return (found[0] if found else NetworkSystem)(spec)
+
+
+__all__ = ["BLOCKS", "KINDS", "SYSTEMS", "CellSystem", "Headline", "NetworkSystem", "PoolsSystem", "RedundancySystem",
+           "System", "system_class", "system_of"]
