@@ -1,0 +1,114 @@
+"""The pools plugin's capacity against drl_ac.theory.pools (closed forms and quadrature of
+the server time per job) and against hand values."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pytest
+import yaml
+
+from drl_ac.theory import pools as theory
+from envs import NetworkSpec, SpecError, load_spec
+from envs.spec import SCENARIO_DIR
+from envs.systems.pools import capacity, server_times
+
+BASE = yaml.safe_load((SCENARIO_DIR / "pools.yaml").read_text())
+
+
+def _spec(rate: float = 0.5, **block) -> NetworkSpec:
+    cfg = copy.deepcopy(BASE)
+    cfg["arrival"]["rate"] = rate
+    cfg["pools"].update(block)
+    return NetworkSpec.from_dict(cfg)
+
+
+def _theory_bound(spec: NetworkSpec) -> float:
+    p = spec.pools
+    (act,) = p.actions
+    model = theory.PoolsModel(p.p, p.speeds, p.servers)
+    policy = theory.PoolsPolicy(knowledge=p.knowledge, q=p.q, f=p.f, assignment=p.assign, p_split=p.p_split,
+                                action=act.policy, tau=act.tau, restart=p.restart)
+    return theory.stability_bound(model, policy, p.size)
+
+
+CASES = [
+    ({"knowledge": "full"}, {"pool": "auto"}),
+    ({"knowledge": {"signal": 0.8}}, {"pool": "auto", "policy": "replicate", "tau": 2.0}),
+    ({"knowledge": {"signal": 0.8}, "restart": "fresh"}, {"pool": "auto", "policy": "replicate", "tau": 0.5}),
+    ({"knowledge": {"revealed": 0.5}}, {"pool": "auto", "policy": "reroute", "tau": 6.0}),
+    ({"knowledge": "none", "restart": "fresh"}, {"pool": "auto", "policy": "reroute", "tau": [1.0, 3.0]}),
+    ({"knowledge": "none", "assign": {"split": 0.3}}, {"pool": "auto", "policy": "replicate", "tau": 0.0}),
+    ({"servers": [2, 3], "size": {"dist": "gamma", "mean": 1.0, "scv": 2.0},
+      "types": [{"p": 0.3, "speeds": [1.0, 0.2]}, {"p": 0.5, "speeds": [0.5, 1.0]}, {"p": 0.2, "speeds": [1.0, 1.0]}],
+      "knowledge": {"signal": 0.7}}, {"pool": "auto", "policy": "reroute", "tau": 2.0}),
+]
+
+
+@pytest.mark.parametrize(("block", "action"), CASES)
+def test_one_choice_gives_the_theory_bound(block, action):
+    spec = _spec(**block, actions=[action])
+    assert spec.system.capacity() == pytest.approx(_theory_bound(spec), rel=1e-2)
+
+
+def test_server_time_by_information_matches_the_theory_per_policy():
+    """The signal rule's pool choice per type information, averaged back, is the rule's."""
+    spec = _spec(knowledge={"signal": 0.8}, actions=[{"pool": "auto", "policy": "replicate", "tau": 2.0}])
+    pk, T, first = server_times(spec.pools)
+    p = spec.pools
+    model = theory.PoolsModel(p.p, p.speeds, p.servers)
+    policy = theory.PoolsPolicy(knowledge="signal", q=0.8, action="replicate", tau=2.0)
+    np.testing.assert_allclose(pk @ T[:, 0, :], theory.server_time(model, policy, p.size), rtol=1e-2)
+    np.testing.assert_allclose(pk, [0.5, 0.5, 0.0])
+    np.testing.assert_allclose(first[:2, 0], [1.0, 0.0])  # signal 1 -> pool 1, signal 2 -> pool 2
+
+
+def test_pools_scenario_mixes_its_choices_per_signal():
+    """Choosing pool k on signal k with replicate after 2 is the signal rule with that action
+    (theory bound 1.2026); by symmetry no mix uses less server time per job."""
+    cap = load_spec("pools").system.capacity()
+    spec = _spec(actions=[{"pool": "auto", "policy": "replicate", "tau": 2.0}])
+    assert cap == pytest.approx(_theory_bound(spec), rel=1e-2)
+    assert cap == pytest.approx(1.2026, rel=1e-2)
+    assert load_spec("pools").system.stability_problem() is None
+
+
+def test_a_single_forced_pool_overloads_it():
+    """Every job on pool 1: E[server time] = 0.5 / 1 + 0.5 / 0.1 = 5.5, so at most 1 / 5.5."""
+    spec = _spec(0.5, actions=[{"pool": 1}])
+    assert spec.system.capacity() == pytest.approx(1 / 5.5, rel=1e-2)
+    problem = spec.system.stability_problem()
+    assert problem.startswith("pools: arrivals at rate 0.5 exceed what the pools can serve")
+    assert "at most 0.182 per unit time" in problem
+    assert not any(w in problem.lower() for w in ("reject", "violation", "lam", "accept"))
+    with pytest.raises(SpecError, match="^pools: arrivals at rate 0.5"):
+        spec.check_stable()
+    # with both pools to choose from, the signal is enough: pool k on signal k (0.71)
+    both = _spec(0.5, actions=[{"pool": 1}, {"pool": 2}])
+    assert both.system.capacity() == pytest.approx(1 / 1.4, rel=1e-2)
+    assert both.system.stability_problem() is None
+    assert _spec(0.75, actions=[{"pool": 1}, {"pool": 2}]).system.stability_problem() is not None
+
+
+def test_capacity_reads_only_the_information_that_occurs():
+    """Full knowledge never shows "nothing known": that value is left out of the min-max.
+    Pool k for type k: E[server time] = 0.5 per pool, so at most 2."""
+    spec = _spec(actions=[{"pool": "auto"}], knowledge="full")
+    assert server_times(spec.pools)[0][-1] == 0.0
+    assert math.isfinite(capacity(spec.pools)) and capacity(spec.pools) == pytest.approx(2.0, rel=1e-2)
+
+
+def test_pools_refuse_admission_through_the_plugin():
+    cfg = copy.deepcopy(BASE) | {"objective": "admission"}
+    with pytest.raises(SpecError, match="^objective: the pools system is controlled"):
+        NetworkSpec.from_dict(cfg)
+
+
+def test_observation_and_reward():
+    spec = load_spec("pools")
+    enc = spec.system.encoding(False)
+    assert enc.include_in_service and enc.info_width == 3 and enc.width == 2 + 2 + 3
+    assert spec.system.reward_rule() == "response_time"
+    assert type(spec.system.routing()).__name__ == "PoolsDispatch"
