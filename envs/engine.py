@@ -391,15 +391,15 @@ class Engine:
             raise CapacityError(
                 f"the job table would need {self.job_bytes(new) / 2**20:.0f} MiB for {self.B} instances (the "
                 f"fullest holds {int(live.max())} jobs), above max_bytes={self.max_bytes}. Fix: the system is "
-                "probably unstable under this policy (reject more, or check spec.stability_warning()); or use "
-                "fewer instances, or raise max_bytes.")
+                f"probably unstable under this policy ({self.spec.system.overload_fix}, or check "
+                "spec.stability_warning()); or use fewer instances, or raise max_bytes.")
         if new > self.max_jobs:
             live = self.jobs.live
             worst = int(np.argmax(live.sum(1)))
             raise CapacityError(
                 f"instance {worst} holds {int(live[worst].sum())} jobs and the job table may not grow past "
-                f"max_jobs={self.max_jobs}. Fix: the network is probably unstable under this policy (reject "
-                "more, or check the spec's loads with spec.utilization()); or raise max_jobs.")
+                f"max_jobs={self.max_jobs}. Fix: the system is probably unstable under this policy "
+                f"({self.spec.system.overload_fix}, or check spec.stability_warning()); or raise max_jobs.")
         for name in self.job_arrays:
             setattr(self.state, name, extend(getattr(self.state, name), new, 0.0))
 

@@ -154,6 +154,12 @@ class System:
         """One line in the system's language, e.g. for "training on ..." messages."""
         raise NotImplementedError
 
+    @property
+    def overload_fix(self) -> str:
+        """What a policy under which the jobs pile up should do instead, in the system's words
+        (for the engine's messages when its job table overflows)."""
+        return "serve jobs with choices that use less server time"
+
     # ------------------------------------------------------------------ stability
     def stability_error(self) -> SpecError | None:
         """Why the system cannot be stable whatever its controller chooses (None: it can be

@@ -75,6 +75,10 @@ class CellSystem(System):
                 f"type{'s' if len(cell.types) > 1 else ''} ({types}), {spec.arrival_rate:.4g} new UEs per unit time: "
                 f"{self.headline.text(spec.eps)}")
 
+    @property
+    def overload_fix(self) -> str:
+        return "admit fewer UEs"  # never needed: a cell holds at most C / (smallest demand) sessions
+
     # stability: nothing queues (a loss system), so nothing can grow without bound: the default None
 
     # ------------------------------------------------------------------ simulation

@@ -93,6 +93,10 @@ class NetworkSystem(System):
         deadline = f", deadline {spec.d_ub:g}" if spec.admission else ""
         return f"{spec.name}: {what} of a network of {stations}, arrival rate {spec.arrival_rate:.4g}{deadline}: {goal}"
 
+    @property
+    def overload_fix(self) -> str:
+        return "reject more jobs" if self.spec.admission else "spread the jobs over the entry stations"
+
     # ------------------------------------------------------------------ stability
     def entry_loads(self) -> tuple[list[str], np.ndarray]:
         """The controller's serving choices (every action but ``reject``) and the (stations,

@@ -401,6 +401,10 @@ class PoolsSystem(System):
                 f"{len(pools.actions)} choice{'s' if len(pools.actions) > 1 else ''} of first pool and "
                 f"reroute/replicate after tau, arrival rate {spec.arrival_rate:.4g}: {self.headline.text(spec.eps)}")
 
+    @property
+    def overload_fix(self) -> str:
+        return "choose first pools and timers that use less server time"
+
     # ------------------------------------------------------------------ stability
     def capacity(self) -> float:
         """The largest arrival rate the pools can serve with the spec's choices (``capacity``)."""

@@ -253,6 +253,10 @@ class RedundancySystem(System):
                 f"d in {{{degrees}}}, arrival rate {spec.arrival_rate:.4g} (load {load:.3g} at d = 1): "
                 f"{self.headline.text(spec.eps)}")
 
+    @property
+    def overload_fix(self) -> str:
+        return "copy jobs to fewer servers (smaller d)"
+
     # ------------------------------------------------------------------ stability
     def capacities(self) -> dict[int, float]:
         """Per allowed degree d, the largest arrival rate the servers can carry with every job

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 import yaml
 
@@ -124,3 +125,13 @@ def test_observation_and_reward():
     assert spec.system.reward_rule() == "response_time"
     assert type(spec.system.routing()).__name__ == "CopyToD"
     assert spec.actions == ("d1", "d2", "d3", "d4")
+
+
+def test_an_overflowing_job_table_says_what_to_do_in_the_systems_words():
+    from envs import CapacityError, Engine
+    spec = _with(9.0, [4])
+    sim = Engine(spec, 2, seed=0, capacity=4, max_jobs=32)
+    with pytest.raises(CapacityError, match=r"max_jobs=32.*unstable.*copy jobs to fewer servers") as err:
+        for _ in range(5000):
+            sim.step(np.zeros(2, np.int64))
+    assert "reject" not in str(err.value)
