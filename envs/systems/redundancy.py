@@ -88,7 +88,8 @@ class Redundancy:
     def capacity(self, d: int) -> float:
         """lambda*(d) = N / (d E[min(X_1..X_d)]): the largest arrival rate the servers carry
         with every job copied d times, copies progressing together (processor sharing)."""
-        return self.servers / (d * self.expected_min(d))
+        work = d * self.expected_min(d)
+        return self.servers / work if work > 0 else math.inf
 
 
 @functools.lru_cache(maxsize=256)
@@ -96,7 +97,8 @@ def expected_min(dist: Distribution, d: int) -> float:
     """E[min(X_1..X_d)] of d i.i.d. copies of ``dist``: the integral of P(X > x)^d over x >= 0.
 
     Closed forms for d = 1, exponential mixtures (exponential, hyperexponential, phases:
-    expanded multinomially into a sum of exponentials), deterministic, Lomax and empirical
+    expanded multinomially into a sum of exponentials while that sum is short; quadrature
+    beyond), deterministic, Lomax and empirical
     laws; quadrature of the survival function for gamma and lognormal; for any other law,
     that integral over the empirical survival function of ``DRAWS`` draws (seed fixed),
     rescaled by the exact mean over the draws' mean (a ratio estimator)."""
@@ -104,8 +106,10 @@ def expected_min(dist: Distribution, d: int) -> float:
         raise ValueError(f"d must be >= 1, got {d}")
     if d == 1 or isinstance(dist, Deterministic):
         return float(dist.mean)
+    if isinstance(dist, Exponential):
+        return float(dist.mean) / d
     mix = _exponential_phases(dist)
-    if mix is not None:
+    if mix is not None and d <= 50 and math.comb(d + len(mix[0]) - 1, d) <= 5000:
         return _min_of_phases(*mix, d)
     if isinstance(dist, Lomax):  # P(X > x)^d = (1 + x / scale)^(-d shape)
         return dist.scale / (d * dist.shape - 1.0) if d * dist.shape > 1.0 else math.inf
@@ -116,8 +120,8 @@ def expected_min(dist: Distribution, d: int) -> float:
         from scipy.integrate import quad
         m = float(dist.mean)
         opts = {"limit": 500, "epsabs": 1e-13, "epsrel": 1e-11}
-        return quad(lambda x: sf(x) ** d, 0.0, 2.0 * m, **opts)[0] + quad(lambda x: sf(x) ** d, 2.0 * m, math.inf,
-                                                                         **opts)[0]
+        edges = (0.0, m / d, 2.0 * m, math.inf)  # the bulk of the minimum, of one copy, the tail
+        return sum(quad(lambda x: sf(x) ** d, a, b, **opts)[0] for a, b in zip(edges[:-1], edges[1:], strict=True))
     x = dist.sample(np.random.default_rng(SEED), DRAWS)
     return float(dist.mean) * _min_of_sample(x, d) / float(x.mean())
 
@@ -146,9 +150,13 @@ def _min_of_phases(probs: tuple[float, ...], rates: tuple[float, ...], d: int) -
 
 
 def _survival(dist: Distribution):
-    """x -> P(X > x) for gamma (shape 1/SCV, scale mean SCV) and lognormal (sigma^2 = ln(1 +
-    SCV)) laws, else None."""
+    """x -> P(X > x) for exponential mixtures, gamma (shape 1/SCV, scale mean SCV) and
+    lognormal (sigma^2 = ln(1 + SCV)) laws, else None."""
     from scipy.special import erfc, gammaincc
+    mix = _exponential_phases(dist)
+    if mix is not None:  # too many copies to expand (``expected_min``)
+        p, r = np.asarray(mix[0]), np.asarray(mix[1])
+        return lambda x: float(p @ np.exp(-r * x))
     if isinstance(dist, Gamma):
         k, theta = 1.0 / dist.cv2, dist.mean * dist.cv2
         return lambda x: float(gammaincc(k, x / theta)) if x > 0 else 1.0
@@ -263,7 +271,8 @@ class RedundancySystem(System):
         copied d times (processor sharing: N / (d E[M_d]); FCFS: the certain bound N / E[M_d])."""
         red = self.spec.redundancy
         share = red.kind == "ps"
-        return {d: red.servers / ((d if share else 1) * red.expected_min(d)) for d in red.choices}
+        work = {d: (d if share else 1) * red.expected_min(d) for d in red.choices}
+        return {d: red.servers / w if w > 0 else math.inf for d, w in work.items()}
 
     def stability_error(self) -> SpecError | None:
         spec, red = self.spec, self.spec.redundancy

@@ -44,6 +44,16 @@ def test_expected_min_matches_the_theory(dist, d):
     assert expected_min(dist, d) == pytest.approx(theory.expected_min(d, "iid", size=dist), rel=1e-7)
 
 
+def test_expected_min_for_many_copies_integrates_instead_of_expanding():
+    """Past 50 copies the multinomial sum is not expanded (it grows as d^phases and its
+    coefficients overflow): the quadrature agrees where both run."""
+    from envs.systems.redundancy import _exponential_phases, _min_of_phases
+    for dist in (HyperExponential(1.0, 4.0), PhaseMixture((0.1, 0.2, 0.3, 0.4), (0.5, 1.0, 2.0, 4.0))):
+        assert expected_min(dist, 60) == pytest.approx(_min_of_phases(*_exponential_phases(dist), 60), rel=1e-6)
+        assert 0 < expected_min(dist, 2000) < expected_min(dist, 60)
+    assert expected_min(Exponential(1.0), 2000) == 1 / 2000
+
+
 class _Uniform(Distribution):
     """A law envs has no closed form for: E[min of d] = 1 / (d + 1) on (0, 1)."""
 
