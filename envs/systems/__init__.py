@@ -1,20 +1,17 @@
 """The systems the engine simulates, one plugin each (``envs.systems.base.System``):
 
-=============  ===========  =========================  ==========================================
-name           YAML block   kind                       headline (``drl_ac.evaluation.metrics`` key)
-=============  ===========  =========================  ==========================================
-network        (none)       admission, or control      max ``acceptance`` s.t. ``violation`` <= eps;
-                            (objective response_time   control: min ``mean_delay`` (deadline:
-                            or deadline)               max ``throughput``)
-cell           ``cell``     loss                       min ``blocking`` s.t. ``dropping`` <= eps
-redundancy     ``redundancy``  control                 min ``mean_delay`` (deadline: max ``throughput``)
-pools          ``pools``    control                    min ``mean_delay`` (deadline: max ``throughput``)
-=============  ===========  =========================  ==========================================
+* ``network`` (no block: the top-level keys): kind ``admission`` (maximise ``acceptance``
+  s.t. ``violation`` <= eps) or ``control`` (objective response_time: minimise
+  ``mean_delay``; deadline: maximise ``throughput``);
+* ``cell`` (block ``cell``): kind ``loss``, minimise ``blocking`` s.t. ``dropping`` <= eps;
+* ``redundancy`` (block ``redundancy``) and ``pools`` (block ``pools``): kind ``control``,
+  minimise ``mean_delay`` (deadline: maximise ``throughput``).
 
-``spec.system`` (``system_of(spec)``) is the plugin bound to a spec; code outside this
-package asks it (``spec.system.name``, ``.kind``, ``.headline``, ``.stability_problem()``, ...)
-instead of testing which block a spec has. ``SYSTEMS`` maps names to plugin classes; a new
-system is a module here with a ``System`` subclass added to it (its block key also goes in
+The measures are keys of ``drl_ac.evaluation.metrics`` (``Headline``). ``spec.system``
+(``system_of(spec)``) is the plugin bound to a spec; code outside this package asks it
+(``spec.system.name``, ``.kind``, ``.headline``, ``.stability_problem()``, ...) instead of
+testing which block a spec has. ``SYSTEMS`` maps names to plugin classes; a new system is a
+module here with a ``System`` subclass added to it (its block key also goes in
 ``envs.spec.TOP_KEYS``).
 """
 
