@@ -210,6 +210,12 @@ def finite_json(obj: Any) -> Any:
     return obj
 
 
+def write_json(path: str | Path, obj: Any) -> Path:
+    """``obj`` as strict JSON (null where a value is undefined), written atomically."""
+    text = json.dumps(finite_json(obj), indent=2, allow_nan=False) + "\n"
+    return write_atomic(Path(path), lambda tmp: Path(tmp).write_text(text))
+
+
 def save_policy_folder(section: dict, folder: str | Path) -> list[Path]:
     """A policy as ``checkpoints/paper_tandem/`` holds it: ``policy.pt`` (the section, its
     ``metrics`` included), ``metrics.json`` (strict JSON: null where a value is undefined),
@@ -217,8 +223,5 @@ def save_policy_folder(section: dict, folder: str | Path) -> list[Path]:
     The first two are written before the exports, which need more packages (onnxscript)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    metrics = folder / "metrics.json"
-    paths = [save_atomic(section, folder / "policy.pt"),
-             write_atomic(metrics, lambda tmp: Path(tmp).write_text(
-                 json.dumps(finite_json(section.get("metrics", {})), indent=2, allow_nan=False) + "\n"))]
+    paths = [save_atomic(section, folder / "policy.pt"), write_json(folder / "metrics.json", section.get("metrics", {}))]
     return paths + export_policy(section, folder)

@@ -219,6 +219,23 @@ class ArrivalProcess:
 
 
 @dataclass(frozen=True)
+class Accelerated(ArrivalProcess):
+    """``process`` with every gap divided by ``factor``: an overload that builds a backlog
+    (the stability check of ``drl_ac.evaluation.steady``), whatever the process."""
+
+    process: ArrivalProcess
+    factor: float
+
+    def next_after(self, rng: np.random.Generator, now: np.ndarray) -> np.ndarray:
+        now = np.asarray(now, dtype=float)
+        return now + (self.process.next_after(rng, now) - now) / self.factor
+
+    @property
+    def mean_rate(self) -> float:
+        return self.process.mean_rate * self.factor
+
+
+@dataclass(frozen=True)
 class RenewalArrivals(ArrivalProcess):
     """I.i.d. gaps from ``dist``; ``now`` is the previous arrival.
 

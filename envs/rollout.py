@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from envs.arrivals import Accelerated, ClassArrivals
 from envs.driver import Driver
 from envs.outcomes import Outcomes
 
@@ -141,3 +142,16 @@ def collect_time(driver: Driver, policy: Policy, begin: np.ndarray, end: np.ndar
 
 def _cat(parts: list, dtype) -> np.ndarray:
     return np.concatenate(parts) if parts else np.empty(0, dtype)
+
+
+def set_arrival_speed(driver: Driver, factor: float) -> None:
+    """From now on every class arrives ``factor`` times as fast as its spec says (1: the
+    spec's own rates again), each class's next arrival drawn afresh from the current time.
+
+    An overload for a while builds the backlog from which a stability check watches the
+    number in system drift (``drl_ac.evaluation.steady.stability``)."""
+    eng = driver.engine
+    processes = ClassArrivals(driver.spec.arrival_processes()).processes
+    arrivals = ClassArrivals(processes if factor == 1 else [Accelerated(p, factor) for p in processes])
+    arrivals.reset(eng.rng, eng.B, start=eng.now)
+    eng.arrivals = arrivals

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from drl_ac.evaluation.baselines import TotalThreshold
 from drl_ac.evaluation.metrics import phase_offsets, relaxation_time
+from drl_ac.rules.network import TotalThreshold
 from envs import Driver, Engine, NetworkSpec, load_spec
 from envs.distributions import Exponential
 from envs.rollout import accept_all, collect

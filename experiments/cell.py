@@ -7,7 +7,7 @@ controller, overall, per UE type and per hour, on the same fresh arrivals.
 
 Jobs, --jobs processes at once, each started as soon as what it needs is done:
   * rules, each tuned on the tuning seed for the lowest blocking at dropping <= eps with its
-    one-sided 95% margin (drl_ac.evaluation.cell_baselines): PRB threshold, then per-type
+    one-sided 95% margin (drl_ac.rules.cell): PRB threshold, then per-type
     thresholds from it; guard channel, then fractional guard channel; with a daily profile,
     per-type thresholds re-tuned per hour from the per-type ones. A search cut by its
     deadline keeps the best rule found so far (``complete`` false in the JSON);
@@ -52,11 +52,11 @@ import torch
 
 from drl_ac.checkpoint import finite_json, load_file, load_policy, save_atomic, save_policy_folder
 from drl_ac.cli import HelpFormatter
-from drl_ac.evaluation import cell_baselines as cb
 from drl_ac.evaluation.calibration import calibrate_bias
 from drl_ac.evaluation.metrics import evaluate
 from drl_ac.learning.learner import LearnerConfig
 from drl_ac.learning.trainer import TrainConfig, Trainer
+from drl_ac.rules import cell as cb
 from envs import NetworkSpec, load_spec
 
 ROOT = Path(__file__).resolve().parents[1]

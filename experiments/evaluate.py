@@ -1,21 +1,20 @@
-"""Evaluate a trained controller on fresh seeds, optionally beside the baselines.
+"""Evaluate a trained controller on fresh seeds, optionally beside the tuned rules of its system.
 
     python experiments/evaluate.py --checkpoint checkpoints/paper_tandem/policy.pt
     python experiments/evaluate.py --checkpoint PATH --scenario tandem --arrivals 500000 --json
-    python experiments/evaluate.py --checkpoint PATH --baselines      # one comparison table
+    python experiments/evaluate.py --checkpoint PATH --baselines      # one comparison table and a verdict
 
-With --baselines the threshold rules are tuned for the scenario (highest acceptance with
-violation <= eps on common random numbers), the paper's tabular R-learning is trained in
-the same environment, and all are evaluated on the same fresh seeds. Tuning takes a while:
-one line per candidate rule and per stage goes to stderr (--quiet: none), the table or
-JSON to stdout.
-
-A cell scenario (a 'cell:' block) is compared with the cell rules instead
-(drl_ac.evaluation.cell_baselines: accept-all, PRB threshold, per-type thresholds, guard
-and fractional guard channel and, with a daily profile, per-type thresholds per phase
-bin), tuned for the lowest blocking at dropping <= eps with its one-sided 95% margin
-(--cell-measure handover_dropping: the classical guard-channel constraint); the table
-gives blocking, dropping, handover dropping and carried PRBs overall and per UE type.
+With --baselines the rules of the policy's system are tuned on their own seed (drl_ac.rules:
+every constant action and today's rule families; a network: queue thresholds, highest
+acceptance with violation <= eps; a cell: PRB, per-type, guard and fractional guard
+thresholds, lowest blocking with dropping's one-sided 95% bound <= eps; redundancy: every
+fixed d and d by a load threshold; two pools: every constant action and the signalled pool
+with reroute / replicate after a tuned tau; lowest mean response time), then every policy is
+evaluated in steady state on the same fresh seed with a stability verdict and the learned
+one is judged against the best feasible, stable rule with a paired 95% interval
+(drl_ac.study). A network also gets the paper's tabular R-learning, trained in the same
+environment (a learned comparator, not a rule). Tuning takes a while: one line per
+candidate goes to stderr (--quiet: none), the table (or JSON) to stdout.
 """
 
 from __future__ import annotations
@@ -26,14 +25,12 @@ import sys
 import time
 from pathlib import Path
 
-from drl_ac.checkpoint import CheckpointError, load_policy
+from drl_ac import study
+from drl_ac.checkpoint import CheckpointError, finite_json, load_policy
 from drl_ac.cli import HelpFormatter
-from drl_ac.evaluation.baselines import tuned_rules
-from drl_ac.evaluation.cell_baselines import tuned_cell_rules
 from drl_ac.evaluation.metrics import evaluate, format_metrics
 from drl_ac.evaluation.tabular import train_tabular
 from envs import NetworkSpec, SpecError, available_scenarios, load_spec
-from envs.rollout import accept_all
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -44,8 +41,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seed", type=int, default=20_000, help="seed of the evaluation (fresh: not a training seed)")
     p.add_argument("--num-envs", type=int, default=500, help="instances simulated in parallel")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--baselines", action="store_true", help="compare with tuned rules, tabular R-learning, accept-all")
-    p.add_argument("--tune-arrivals", type=int, default=100_000, help="arrivals per candidate when tuning rules")
+    p.add_argument("--baselines", action="store_true",
+                   help="tune the system's rules and compare them with the policy in steady state, with a verdict")
+    p.add_argument("--budget", choices=list(study.BUDGETS), default="full",
+                   help="--baselines: how much tuning and evaluation may spend (smoke: seconds, decides nothing)")
+    p.add_argument("--tune-arrivals", type=int, default=None,
+                   help="--baselines on a network or a cell: arrivals per candidate rule (default: the budget's)")
     p.add_argument("--tabular-lam", type=float, default=None,
                    help="multiplier of the tabular baseline (default: the scenario's, else the learned one's)")
     p.add_argument("--tabular-decisions", type=int, default=None,
@@ -59,57 +60,44 @@ def main(argv: list[str] | None = None) -> None:
         spec = (load_spec(args.scenario) if args.scenario
                 else NetworkSpec.from_dict(policy.metadata["scenario"]))
         policy.encoding.check(spec)
-        metrics = evaluate(policy, spec, arrivals=args.arrivals, seed=args.seed, num_envs=args.num_envs)
+        if not args.baselines:
+            metrics = evaluate(policy, spec, arrivals=args.arrivals, seed=args.seed, num_envs=args.num_envs)
     except (CheckpointError, SpecError, ValueError) as exc:
         sys.exit(f"error: {exc}")
     if args.baselines:
-        rows = compare_with_baselines(policy, metrics, spec, args)
-        print(json.dumps(rows) if args.json else (format_cell_table(rows, spec) if spec.cell is not None
-                                                  else format_table(rows, spec)))
+        rows, verdict = compare_with_baselines(policy, spec, args)
+        if args.json:
+            print(json.dumps(finite_json({"verdict": verdict.to_dict(), "rows": study.json_rows(rows)})))
+        else:
+            print(study.table(rows, verdict, spec))
+            if spec.system.name == "cell":
+                print("\n" + format_cell_table([{"policy": k, **v} for k, v in rows.items()], spec))
     elif args.json:
-        print(json.dumps(metrics))
-    elif spec.cell is not None:
+        print(json.dumps(finite_json(metrics)))
+    elif spec.system.name == "cell":
         print(format_cell_table([{"policy": "learned", "rule": "Q-network", **metrics}], spec))
     else:
-        print(f"{spec.name} (d_ub {spec.d_ub}, eps {spec.eps}, delay {spec.delay}): {format_metrics(metrics)}")
+        print(f"{spec.name} ({spec.system.headline.text(spec.eps)}): {format_metrics(metrics, spec)}")
 
 
-def compare_with_baselines(policy, learned: dict, spec, args) -> list[dict]:
-    """Rows of (name, rule, metrics): learned, tuned rules, tabular R-learning, accept-all."""
+def compare_with_baselines(policy, spec, args) -> tuple[dict[str, dict], study.Verdict]:
+    """The study's comparison on the evaluation seed ``args.seed`` (+ the study's offsets), and
+    for a network the tabular R-learning row beside it."""
     say = progress_printer(getattr(args, "quiet", False))
-    rows = [{"policy": "learned", "rule": "Q-network", **learned}]
-    run = {"arrivals": args.arrivals, "seed": args.seed, "num_envs": args.num_envs}
-    if spec.cell is not None:
-        return rows + cell_baseline_rows(spec, args, run, say)
-    say(f"tuning threshold rules for {spec.name} (violation <= eps {spec.eps:g}; {args.tune_arrivals} arrivals per "
-        "candidate, doubled while its 95% interval contains eps):")
-    tuned_all = tuned_rules(spec, arrivals=args.tune_arrivals, progress=lambda text: say("  " + text))
-    for name, tuned in tuned_all.items():
-        say(f"evaluating {name} ({tuned.rule.describe()}) on {args.arrivals} arrivals")
-        rows.append({"policy": name, "rule": tuned.rule.describe(), **evaluate(tuned.rule, spec, **run)})
-    lam = args.tabular_lam if args.tabular_lam is not None else paper_lam(spec, policy)
-    decisions = args.tabular_decisions or (500_000 if spec.num_stations < 4 else 1_500_000)
-    say(f"training tabular R-learning (lam {lam:g}, {decisions} decisions)")
-    tab = train_tabular(spec, decisions, lam=lam, seed=args.seed)
-    say(f"evaluating tabular R-learning and accept-all on {args.arrivals} arrivals")
-    rows.append({"policy": "tabular R-learning", "rule": f"lam {lam:g}, {decisions} decisions", **evaluate(tab, spec, **run)})
-    rows.append({"policy": "accept-all", "rule": "", **evaluate(accept_all, spec, **run)})
+    tuning = {} if args.tune_arrivals is None or spec.system.name not in ("network", "cell") else \
+        {"arrivals": args.tune_arrivals}
+    if spec.system.name == "cell":
+        tuning["measure"] = args.cell_measure
+    rows, verdict = study.compare(policy, spec, args.seed, args.budget, progress=say, **tuning)
+    if spec.system.name == "network" and spec.system.kind == "admission":
+        lam = args.tabular_lam if args.tabular_lam is not None else paper_lam(spec, policy)
+        decisions = args.tabular_decisions or (500_000 if spec.num_stations < 4 else 1_500_000)
+        say(f"training tabular R-learning (lam {lam:g}, {decisions} decisions)")
+        tab = train_tabular(spec, decisions, lam=lam, seed=args.seed)
+        rows["tabular R-learning"] = {"rule": f"lam {lam:g}, {decisions} decisions",
+                                      **study.measure(tab, spec, args.seed + study.EVALUATION, args.budget)}
     say("done")
-    return rows
-
-
-def cell_baseline_rows(spec, args, run: dict, say) -> list[dict]:
-    """The cell rules tuned for ``spec``, each evaluated on the learned policy's seeds."""
-    measure = getattr(args, "cell_measure", "dropping")
-    say(f"tuning cell rules for {spec.name} ({measure} <= eps {spec.eps:g} with its one-sided 95% margin; "
-        f"{args.tune_arrivals} arrivals per candidate, doubled while undecided):")
-    rows = []
-    for name, tuned in tuned_cell_rules(spec, arrivals=args.tune_arrivals, measure=measure,
-                                        progress=lambda text: say("  " + text)).items():
-        say(f"evaluating {name} ({tuned.rule.describe()}) on {args.arrivals} arrivals")
-        rows.append({"policy": name, "rule": tuned.rule.describe(), **evaluate(tuned.rule, spec, **run)})
-    say("done")
-    return rows
+    return rows, verdict
 
 
 def format_cell_table(rows: list[dict], spec) -> str:
@@ -151,16 +139,6 @@ def paper_lam(spec, policy) -> float:
     if spec.name in available_scenarios() and load_spec(spec.name).lam is not None:
         return load_spec(spec.name).lam
     return float(policy.metadata.get("lam", 1.0))
-
-
-def format_table(rows: list[dict], spec) -> str:
-    head = (f"{spec.name}: d_ub {spec.d_ub}, eps {spec.eps}, delay {spec.delay}, {rows[0]['arrivals']} arrivals\n"
-            "| policy | rule | violation [95% CI] | acceptance | throughput | objective | mean delay |\n"
-            "|---|---|---|---|---|---|---|")
-    lines = [f"| {r['policy']} | {r['rule']} | {r['violation']:.4f} [{r['violation_ci'][0]:.4f}, "
-             f"{r['violation_ci'][1]:.4f}] | {r['acceptance']:.4f} | {r['throughput']:.4f} | {r['objective']:.4f} | "
-             f"{r['mean_delay']:.2f} |" for r in rows]
-    return "\n".join([head, *lines])
 
 
 if __name__ == "__main__":

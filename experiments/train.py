@@ -41,12 +41,14 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
+from drl_ac import study
 from drl_ac.checkpoint import (
     CHECKPOINT_FORMAT,
     CheckpointError,
     LoadedPolicy,
     load_file,
     save_policy_folder,
+    write_json,
 )
 from drl_ac.cli import HelpFormatter
 from drl_ac.evaluation.calibration import calibrated_section
@@ -72,7 +74,7 @@ FIXED_ON_RESUME = {
     "--reset-backlog": ("reset_backlog", "reset_backlog"),
 }
 # Options of this invocation only (not stored in the checkpoint): repeated in the resume command.
-RUN_OPTIONS = {"--device": "device", "--threads": "threads", "--calibrate": "calibrate",
+RUN_OPTIONS = {"--device": "device", "--threads": "threads", "--calibrate": "calibrate", "--compare": "compare",
                "--eval-arrivals": "eval_arrivals", "--checkpoint-every": "checkpoint_every",
                "--wandb": "wandb", "--wandb-project": "wandb_project", "--wandb-group": "wandb_group",
                "--quiet": "quiet"}
@@ -145,6 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calibrate", choices=["auto", "on", "off"], default="auto",
                    help="tune the acceptance bias on the learned advantage so violation <= eps - margin "
                         "(auto: on when lam is automatic)")
+    p.add_argument("--compare", choices=[*study.BUDGETS, "off"], default="quick",
+                   help="after training, tune the system's rules and compare them with the policy in steady state "
+                        "(drl_ac.study; quick: a minute or two, full: the study's budget, smoke: seconds, decides "
+                        "nothing) and print a one-line verdict")
     p.add_argument("--eval-arrivals", type=int, default=200_000,
                    help="arrivals in the final evaluation and in each evaluation of the calibration")
     p.add_argument("--checkpoint-every", type=int, default=1_000_000, help="decisions between checkpoints")
@@ -257,16 +263,15 @@ def prepare_out(out: Path, resume: Path | None, force: bool) -> None:
 
 
 def stability_warning(spec: NetworkSpec) -> str | None:
-    """One line when accepting every job would overload a station, else None."""
-    warn = getattr(spec, "stability_warning", None)
-    if callable(warn):
-        message = warn()
-        return str(message) if message else None
-    try:
-        spec.check_stable()
-    except SpecError as exc:
-        return str(exc)
-    return None
+    """One line when the system cannot be stable as its controller starts, else None, in the
+    system's words (``spec.system.stability_problem``)."""
+    problem = spec.system.stability_problem()
+    if problem is None:
+        return None
+    if spec.system.kind == "admission":
+        return (f"warning: accepting every job is unstable: {problem} (training goes on: the controller has to "
+                "reject jobs to keep the queues finite)")
+    return f"warning: {problem}"
 
 
 def resume_command(checkpoint: Path, args: argparse.Namespace, given: set[str]) -> str:
@@ -328,8 +333,7 @@ def run(args: argparse.Namespace, given: set[str] | None = None) -> dict:
     ckpt = out / "checkpoint.pt"
     warning = stability_warning(trainer.spec)
     if warning:
-        print(f"warning: accepting every job is unstable: {warning.removeprefix('warning: ')} (training goes on: "
-              "the controller has to reject jobs to keep the queues finite)", file=sys.stderr)
+        print(warning, file=sys.stderr)
     logger = WandbLogger(args.wandb, config.to_dict(), project=args.wandb_project,
                          group=args.wandb_group or Path(config.scenario).stem, directory=out)
     state = {"last": trainer.decisions, "t0": time.perf_counter(), "d0": trainer.decisions,
@@ -351,9 +355,9 @@ def run(args: argparse.Namespace, given: set[str] | None = None) -> dict:
 
     with StopOnCtrlC() as ctrl_c:
         try:
-            print(f"training on {trainer.spec.name}: {trainer.spec.num_stations} stations, d_ub {trainer.spec.d_ub}, "
-                  f"eps {trainer.spec.eps}, lam {'auto' if trainer.auto_lam else trainer.lam}, "
-                  f"delay {trainer.spec.delay}, {config.num_envs} instances, device {trainer.device}, "
+            spec = trainer.spec
+            lam = f", lam {'auto' if trainer.auto_lam else trainer.lam}" if spec.system.kind != "control" else ""
+            print(f"training on {spec.system.describe()}{lam}; {config.num_envs} instances, device {trainer.device}, "
                   f"{torch.get_num_threads()} thread(s); Ctrl-C saves and stops", file=sys.stderr, flush=True)
             bar = tqdm(total=config.steps, initial=trainer.decisions, unit="dec", unit_scale=True,
                        disable=args.quiet, dynamic_ncols=True)
@@ -377,9 +381,32 @@ def run(args: argparse.Namespace, given: set[str] | None = None) -> dict:
         raise Interrupted(f"interrupted after training; {ckpt} holds the trained run. Evaluate and export it with: "
                           f"{resume_command(ckpt, args, given)}") from None
     logger.finish(metrics)
-    print(f"final evaluation ({trainer.spec.name}, eps {trainer.spec.eps}): {format_metrics(metrics)}")
+    spec = trainer.spec
+    print(f"final evaluation ({spec.name}, {spec.system.headline.text(spec.eps)}): {format_metrics(metrics, spec)}")
     print(f"wrote {out / 'policy.pt'}, {', '.join(map(str, exported))}, {out / 'metrics.json'}, {ckpt}")
+    if args.compare != "off":
+        comparison = compare_with_rules(LoadedPolicy(section), spec, config.seed, args.compare, out, args.quiet)
+        metrics["verdict"] = comparison["verdict"]
     return metrics
+
+
+def compare_with_rules(policy: LoadedPolicy, spec: NetworkSpec, seed: int, budget: str, out: Path,
+                       quiet: bool) -> dict:
+    """The study's comparison (``drl_ac.study.compare``): tuned rules against the policy in steady
+    state; the table and the verdict line to stdout, everything to OUT/comparison.json."""
+    t0 = time.perf_counter()
+
+    def say(text: str) -> None:
+        if not quiet:
+            print(f"[compare {time.perf_counter() - t0:5.0f} s] {text}", file=sys.stderr, flush=True)
+
+    rows, verdict = study.compare(policy, spec, seed, budget, progress=say)
+    comparison = {"scenario": spec.name, "budget": budget, "seed": seed, "seconds": time.perf_counter() - t0,
+                  "verdict": verdict.to_dict(), "rows": study.json_rows(rows)}
+    write_json(out / "comparison.json", comparison)
+    print(study.table(rows, verdict, spec))
+    print(f"wrote {out / 'comparison.json'}")
+    return comparison
 
 
 def finish(trainer: Trainer, args: argparse.Namespace, out: Path) -> tuple[dict, list[Path], dict]:

@@ -47,39 +47,47 @@ def ratio_estimate(num: np.ndarray, den: np.ndarray, ordered: bool = False) -> t
     return p, math.sqrt(k / max(k - 1, 1) * float((resid**2).sum())) / total
 
 
-def summarize(done: Outcomes, num_envs: int, ordered: bool = False, per_instance: bool = False) -> dict:
-    """The paper's metrics from a window of outcomes (one row per decision), each with a
-    95% interval over instances (``NAME_ci``; ``ordered``: see ``ratio_estimate``); the
-    violation also with its standard error. Only decisions count (a cell's handover sessions
-    are not). ``per_instance``: also ``per_instance`` = {"delay": summed delays of accepted
-    jobs, "accepted": their number}, arrays (B,), for ``paired_difference``."""
+# Each measure of ``summarize`` is a ratio of per-instance sums: measure -> (numerator, denominator).
+RATIOS = {"violation": ("violated", "accepted"), "acceptance": ("accepted", "rows"), "throughput": ("met", "rows"),
+          "objective": ("met_rejected", "rows"), "mean_delay": ("delay", "accepted")}
+
+
+def instance_sums(done: Outcomes, num_envs: int) -> dict[str, np.ndarray]:
+    """The per-instance sums (B,) every measure of ``RATIOS`` is made of."""
     done = done.decisions()
     met, acc = done.success, done.accepted
+    weights = {"rows": np.ones(len(done)), "accepted": acc, "violated": acc & ~met, "met": acc & met,
+               "met_rejected": ~acc & met, "delay": np.where(acc, done.delay, 0.0)}
+    return {k: np.bincount(done.env, weights=w.astype(float), minlength=num_envs) for k, w in weights.items()}
 
-    def per_env(values: np.ndarray) -> np.ndarray:
-        return np.bincount(done.env, weights=values.astype(float), minlength=num_envs)
 
-    rows = per_env(np.ones(len(done)))
+def summarize_sums(sums: dict[str, np.ndarray], ordered: bool = False, per_instance: bool = False) -> dict:
+    """The measures of ``RATIOS`` from per-instance sums, each with its standard error
+    (``NAME_se``) and 95% interval over instances (``NAME_ci``; ``ordered``: see
+    ``ratio_estimate``). ``per_instance``: the sums too, for ``paired_difference``."""
     out: dict = {}
-    for name, num, den in (("violation", acc & ~met, acc), ("acceptance", acc, None), ("throughput", acc & met, None),
-                           ("objective", ~acc & met, None)):
-        p, se = ratio_estimate(per_env(num), rows if den is None else per_env(den), ordered)
-        out[name], out[f"{name}_ci"] = p, [p - Z95 * se, p + Z95 * se]
-        if name == "violation":
-            out["violation_se"] = se
-    delay = np.where(acc, done.delay, 0.0)
-    p, se = ratio_estimate(per_env(delay), per_env(acc), ordered)
-    out["mean_delay"], out["mean_delay_ci"] = p, [p - Z95 * se, p + Z95 * se]
+    for name, (num, den) in RATIOS.items():
+        p, se = ratio_estimate(sums[num], sums[den], ordered)
+        out[name], out[f"{name}_ci"], out[f"{name}_se"] = p, [p - Z95 * se, p + Z95 * se], se
     if per_instance:
-        out["per_instance"] = {"delay": per_env(delay), "accepted": per_env(acc)}
-    out["arrivals"] = int(len(done))
-    out["instances"] = int(num_envs)
+        out["per_instance"] = sums
+    out["arrivals"] = int(sums["rows"].sum())
+    out["instances"] = int(sums["rows"].size)
     return out
 
 
-def paired_difference(a: dict, b: dict) -> dict:
-    """Mean delay of ``a`` minus that of ``b``, two ``evaluate(..., per_instance=True)`` runs on
-    the same seed and sizes, with its standard error and 95% interval over instance pairs.
+def summarize(done: Outcomes, num_envs: int, ordered: bool = False, per_instance: bool = False) -> dict:
+    """The paper's metrics from a window of outcomes (one row per decision), each with a
+    95% interval over instances (``NAME_ci``; ``ordered``: see ``ratio_estimate``) and its
+    standard error (``NAME_se``). Only decisions count (a cell's handover sessions are not).
+    ``per_instance``: also the per-instance sums (``instance_sums``), for ``paired_difference``."""
+    return summarize_sums(instance_sums(done, num_envs), ordered, per_instance)
+
+
+def paired_difference(a: dict, b: dict, measure: str = "mean_delay") -> dict:
+    """``measure`` (a key of ``RATIOS``) of ``a`` minus that of ``b``, two runs with
+    ``per_instance=True`` on the same seed and instances, with its standard error and 95%
+    interval over instance pairs.
 
     Instance b of both runs sees the same arrivals (common random numbers), so the pair's
     difference cancels most of what makes one instance slower than another: the interval is
@@ -87,13 +95,13 @@ def paired_difference(a: dict, b: dict) -> dict:
     b" (the separate intervals overlapping says little). The delta method of
     ``ratio_estimate`` applied to the difference of the two ratios: residual
     (num - r den) / mean(den) per run, differenced per instance."""
+    num, den = RATIOS[measure]
     pa, pb = a["per_instance"], b["per_instance"]
-    if pa["delay"].shape != pb["delay"].shape:
-        raise ValueError(f"paired_difference: the runs have {pa['delay'].size} and {pb['delay'].size} instances. "
-                         "Fix: evaluate both with the same seed, arrivals and num_envs.")
-    ra, rb = pa["delay"].sum() / pa["accepted"].sum(), pb["delay"].sum() / pb["accepted"].sum()
-    z = (pa["delay"] - ra * pa["accepted"]) / pa["accepted"].mean() - (pb["delay"] - rb * pb["accepted"]) / \
-        pb["accepted"].mean()
+    if pa[num].shape != pb[num].shape:
+        raise ValueError(f"paired_difference: the runs have {pa[num].size} and {pb[num].size} instances. "
+                         "Fix: evaluate both with the same seed and num_envs.")
+    ra, rb = pa[num].sum() / pa[den].sum(), pb[num].sum() / pb[den].sum()
+    z = (pa[num] - ra * pa[den]) / pa[den].mean() - (pb[num] - rb * pb[den]) / pb[den].mean()
     k = z.size
     se = math.sqrt(float((z**2).sum()) / max(k - 1, 1) / k)
     diff = float(ra - rb)
@@ -284,14 +292,20 @@ def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: i
     return out
 
 
-def format_metrics(m: dict) -> str:
+def format_metrics(m: dict, spec: NetworkSpec | None = None) -> str:
+    """One line of a run's measures in its system's language (``spec.system``: a control
+    system's mean response time, not a violation; without a spec, guessed from the keys)."""
+    tail = f"({m['arrivals']} arrivals on {m['instances']} instances after {m['warmup_steps']} warm-up steps each)"
     if "blocking" in m:  # a cell: its violation is its dropping, its acceptance 1 - blocking
         (blo, bhi), (dlo, dhi) = m["blocking_ci"], m["dropping_ci"]
         return (f"blocking {m['blocking']:.4f} [{blo:.4f}, {bhi:.4f}]  dropping {m['dropping']:.4f} [{dlo:.4f}, "
                 f"{dhi:.4f}] (95% bound {m['dropping_upper']:.4f})  handover dropping {m['handover_dropping']:.4f}  "
                 f"({m['new_ues']} new UEs on {m['instances']} instances)")
+    if spec is not None and spec.system.kind == "control":
+        lo, hi = m["mean_delay_ci"]
+        met = "" if spec.objective != "deadline" else f"  P(response < {spec.d_ub:g}) {m['throughput']:.4f}"
+        return f"mean response {m['mean_delay']:.4f} [{lo:.4f}, {hi:.4f}]{met}  {tail}"
     lo, hi = m["violation_ci"]
     return (f"violation {m['violation']:.4f} [{lo:.4f}, {hi:.4f}]  acceptance {m['acceptance']:.4f}  "
             f"throughput {m['throughput']:.4f}  objective {m['objective']:.4f}  "
-            f"mean delay {m['mean_delay']:.3f}  ({m['arrivals']} arrivals on {m['instances']} instances after "
-            f"{m['warmup_steps']} warm-up steps each)")
+            f"mean delay {m['mean_delay']:.3f}  {tail}")

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from drl_ac.checkpoint import load_policy
-from drl_ac.evaluation import cell_baselines as cb
 from drl_ac.evaluation.metrics import evaluate
+from drl_ac.rules import cell as cb
 from envs import NetworkSpec
 
 ROOT = Path(__file__).resolve().parents[2]

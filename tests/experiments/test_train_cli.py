@@ -18,6 +18,8 @@ import yaml
 
 from drl_ac import LearnerConfig, TrainConfig
 from drl_ac.checkpoint import finite_json, load_file
+from envs import NetworkSpec
+from envs.spec import SCENARIO_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN = ROOT / "experiments/train.py"
@@ -27,7 +29,8 @@ MM1 = {"name": "mm1", "arrival": {"dist": "exponential", "rate": 0.9},
        "stations": [{"name": "s", "servers": 1, "service": {"dist": "exponential", "mean": 1.0}}],
        "d_ub": 5.0, "eps": 0.1, "lam": 2.0, "delay": "sojourn"}
 # small and fast: the YAML's fixed lam, so no calibration pass
-SMALL = ["--num-envs", "128", "--eval-arrivals", "2000", "--quiet", "--device", "cpu", "--calibrate", "off"]
+SMALL = ["--num-envs", "128", "--eval-arrivals", "2000", "--quiet", "--device", "cpu", "--calibrate", "off",
+         "--compare", "off"]
 
 
 def load_script(path: Path, name: str):
@@ -221,11 +224,11 @@ def test_unstable_scenario_gives_a_warning_line():
     message = train.stability_warning(over)
     assert message and "\n" not in message and ">= 1" in message
     assert train.stability_warning(stable) is None
-
-    class WithHelper:
-        def stability_warning(self):
-            return "load 1.2 at s1"
-    assert train.stability_warning(WithHelper()) == "load 1.2 at s1"
+    assert train.stability_warning(TrainConfig(scenario="redundancy_ps").spec()) is None  # load 0.5, not 5
+    cfg = yaml.safe_load((SCENARIO_DIR / "redundancy_ps.yaml").read_text())
+    cfg["arrival"]["rate"], cfg["redundancy"]["d"] = 9.0, [2]  # lambda*(2) = 8 < 9 whatever the controller does
+    message = train.stability_warning(NetworkSpec.from_dict(cfg))
+    assert message.startswith("warning: ") and "reject" not in message and "8" in message
 
 
 def test_wandb_names_training_and_evaluation_apart(monkeypatch, tmp_path):

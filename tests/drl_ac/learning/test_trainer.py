@@ -118,7 +118,7 @@ def test_train_and_evaluate_entry_points(mm1_yaml, tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, str(ROOT / "experiments/train.py"), "--scenario", mm1_yaml, "--steps", "20000",
            "--num-envs", "128", "--out", str(out), "--eval-arrivals", "5000", "--quiet", "--device", "cpu",
-           "--lam", "scenario"]  # the YAML's fixed lam: a 20k-decision run has nothing to calibrate
+           "--lam", "scenario", "--compare", "smoke"]  # the YAML's fixed lam: a 20k-decision run has nothing to calibrate
     subprocess.run(cmd, check=True, cwd=tmp_path, capture_output=True, text=True)
     for name in ("policy.pt", "policy.pt2", "policy.onnx", "metrics.json", "checkpoint.pt"):
         assert (out / name).is_file()

@@ -1,4 +1,4 @@
-"""Cell admission rules and their tuners (drl_ac/evaluation/cell_baselines.py): decisions on
+"""Cell admission rules and their tuners (drl_ac/rules/cell.py): decisions on
 hand-made observations (columns placed through the encoding's layout), the guard channel
 tuned on cell_guard against the exact birth-death results, a PRB threshold on cell_small
 respecting eps with its margin."""
@@ -6,7 +6,8 @@ respecting eps with its margin."""
 import numpy as np
 import pytest
 
-from drl_ac.evaluation.cell_baselines import (
+from drl_ac.evaluation.metrics import Z95_ONE_SIDED
+from drl_ac.rules.cell import (
     CellAcceptAll,
     FractionalGuardChannel,
     GuardChannel,
@@ -18,7 +19,6 @@ from drl_ac.evaluation.cell_baselines import (
     tune_guard,
     tune_prb_threshold,
 )
-from drl_ac.evaluation.metrics import Z95_ONE_SIDED
 from drl_ac.theory.cell import fractional_guard_channel, guard_channel
 from envs import load_spec
 from envs.observation import ObservationEncoding
@@ -132,7 +132,7 @@ def test_per_hour_table_meets_the_period_constraint_and_uses_its_slack():
     """Per-bin shapes first (each bin <= eps), then one common raise while the period's
     dropping stays <= eps with its margin: the table is feasible for the period, and one PRB
     more everywhere was tried and is not."""
-    from drl_ac.evaluation.cell_baselines import tune_phase_thresholds
+    from drl_ac.rules.cell import tune_phase_thresholds
     from envs import NetworkSpec
 
     spec = NetworkSpec.from_dict({"name": "day", "eps": 0.02, "cell": {"prbs": 8, "drop": "grown", "types": [
@@ -151,7 +151,7 @@ def test_per_hour_table_meets_the_period_constraint_and_uses_its_slack():
 def test_per_hour_table_blocks_less_than_the_static_per_type_rule_at_the_same_eps():
     """A busy hour needs control, the quiet ones do not: the per-bin allocation admits more
     where drops are rare and stays within eps for the period, with its margin."""
-    from drl_ac.evaluation.cell_baselines import tune_phase_thresholds, tune_type_thresholds
+    from drl_ac.rules.cell import tune_phase_thresholds, tune_type_thresholds
     from envs import NetworkSpec
 
     spec = NetworkSpec.from_dict({"name": "day", "eps": 0.02, "cell": {"prbs": 8, "drop": "grown", "types": [

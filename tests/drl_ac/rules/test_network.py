@@ -3,15 +3,15 @@
 import numpy as np
 import pytest
 
-from drl_ac.evaluation.baselines import (
+from drl_ac.evaluation.tabular import TabularRLearner, train_tabular
+from drl_ac.learning.store import Experiences
+from drl_ac.rules.network import (
     StationThresholds,
     TotalThreshold,
     WeightedThreshold,
     tune_total,
     wait_weights,
 )
-from drl_ac.evaluation.tabular import TabularRLearner, train_tabular
-from drl_ac.learning.store import Experiences
 from drl_ac.theory.mmc_admission import threshold_policy
 from envs import NetworkSpec, load_spec
 from envs.distributions import Exponential
@@ -36,10 +36,10 @@ def test_undecided_candidates_get_larger_samples():
     # eps 0.001 above the exact violation of "accept iff n < 7": a 60k sample cannot tell
     # (its 95% half-width is ~0.006), so the tuner doubles it up to the cap, then decides;
     # "n < 2" is far below eps and is settled by the first sample.
-    from drl_ac.evaluation.baselines import _Tuner
+    from drl_ac.rules.tuning import Tuner
     exact = threshold_policy(7, 1, 1.0, 0.9, 8.0)
     spec = NetworkSpec.tandem([1], [Exponential(1.0)], Exponential(1 / 0.9), d_ub=8.0, eps=exact.violation + 0.001)
-    tuner = _Tuner(spec, 60_000, 777, 400, max_arrivals=240_000)
+    tuner = Tuner(spec, 60_000, 777, 400, max_arrivals=240_000)
     tuner.feasible(TotalThreshold(6))
     assert [t[1] for t in tuner.trace] == [60_000, 120_000, 240_000]
     tuner.feasible(TotalThreshold(1))

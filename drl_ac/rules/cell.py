@@ -2,7 +2,7 @@
 harness as the learned controller, each tuned for a scenario: the rule with the lowest
 blocking whose dropping P(dropped | admitted) stays <= eps *with its statistical margin*
 (one-sided 95% upper bound <= eps), on common random numbers (every candidate sees the same
-arrivals, sessions and channel paths; ``baselines._Tuner`` with ``margin=True``).
+arrivals, sessions and channel paths; ``tuning.Tuner`` with ``margin=True``).
 
 Every rule is a callable on a batch of observations (B, width) -> actions (B,) (0 block,
 1 admit) and reads the columns through ``CellLayout`` (``ObservationEncoding.cell_layout``),
@@ -18,7 +18,7 @@ never by number. Handovers are not decisions: no rule sees them, they are carrie
   below T busy, w.p. p at T, Ramjee-Nagarajan-Towsley);
 * ``PhaseTypeThresholds(table)``: per-type thresholds per phase bin of the period, T[k][bin].
 
-Tuners (``tune_*``) return ``baselines.TuningResult``; ``tuned_cell_rules`` runs them all.
+Tuners (``tune_*``) return ``tuning.TuningResult``; ``tuned_cell_rules`` runs them all.
 With a ``deadline`` (``time.time()``; the others take it among their options) a search stops
 there with the best rule it has found (``TuningResult.complete`` False), so a tuning fits a
 fixed slot.
@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from drl_ac.evaluation.baselines import TuningResult, _Tuner
 from drl_ac.evaluation.metrics import Z95_ONE_SIDED
+from drl_ac.rules.tuning import Tuner, TuningResult
 from envs import NetworkSpec
 from envs.observation import CellLayout, ObservationEncoding
 
@@ -144,8 +144,8 @@ class PhaseTypeThresholds:
         return "PRBs < per type and phase bin [" + "; ".join(" ".join(map(str, row)) for row in self.table) + "]"
 
 
-def _tuner(spec: NetworkSpec, arrivals: int, seed: int, num_envs: int, measure: str, **options) -> _Tuner:
-    return _Tuner(spec, arrivals, seed, num_envs, measure=measure, margin=True, **options)
+def _tuner(spec: NetworkSpec, arrivals: int, seed: int, num_envs: int, measure: str, **options) -> Tuner:
+    return Tuner(spec, arrivals, seed, num_envs, measure=measure, margin=True, **options)
 
 
 def _largest(feasible: Callable[[int], bool], lo: int, hi: int, expired: Callable[[], bool]) -> int:

@@ -12,15 +12,27 @@ standard error of about 0.0015 (800k arrivals) instead of being rejected by nois
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from drl_ac.evaluation.metrics import Z95_ONE_SIDED, evaluate
+from drl_ac.rules.tuning import Tuner, TuningResult
 from envs import NetworkSpec
+
+
+@dataclass
+class Always:
+    """Action ``action`` (named ``label``, e.g. accept) for every job: a constant action."""
+
+    action: int
+    label: str
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return np.full(obs.shape[0], self.action, np.int64)
+
+    def describe(self) -> str:
+        return f"always {self.label}"
 
 
 @dataclass
@@ -70,92 +82,10 @@ def wait_weights(spec: NetworkSpec) -> tuple[float, ...]:
     return tuple(float(w) for w in spec.visit_ratios() * means / spec.servers)
 
 
-@dataclass
-class TuningResult:
-    rule: Callable
-    metrics: dict  # the chosen rule's evaluation on the largest sample it needed
-    trace: list[tuple[str, int, float, float]] = field(default_factory=list)  # (rule, arrivals, violation, acceptance)
-    complete: bool = True  # False: the search was cut short by its deadline (the rule is the best found by then)
-
-
-class _Tuner:
-    """Evaluates candidates on common random numbers, growing the sample while undecided."""
-
-    def __init__(self, spec: NetworkSpec, arrivals: int, seed: int, num_envs: int, max_arrivals: int | None = None,
-                 progress: Callable[[str], None] | None = None, measure: str = "violation", margin: bool = False,
-                 deadline: float | None = None, bins: int = 24):
-        """``measure``: the metric held <= eps (a cell: ``dropping``, P(dropped | admitted), or
-        ``handover_dropping``); ``margin``: feasible iff its one-sided 95% upper bound is <= eps
-        (the sample doubles while the one-sided bounds straddle eps), instead of the point
-        estimate once the two-sided 95% interval excludes eps. ``deadline`` (``time.time()``):
-        searches that ask ``expired()`` stop there with the best rule found so far. ``bins``:
-        phase bins of the evaluations (a periodic system's ``..._by_phase``)."""
-        self.spec, self.arrivals, self.seed, self.num_envs, self.bins = spec, arrivals, seed, num_envs, bins
-        self.measure, self.margin, self.deadline = measure, margin, deadline
-        self.cut = False  # a search stopped at the deadline
-        self.max_arrivals = max_arrivals if max_arrivals is not None else 8 * arrivals
-        self.progress = progress
-        self.trace: list[tuple[str, int, float, float]] = []
-        self.cache: dict[tuple[str, int], dict] = {}
-        self.decided: dict[str, tuple[bool, dict]] = {}
-
-    def evaluate(self, rule, arrivals: int) -> dict:
-        key = (rule.describe(), arrivals)
-        if key not in self.cache:
-            if hasattr(rule, "reset"):  # a randomised rule replays the same uniforms: common random numbers
-                rule.reset()
-            m = evaluate(rule, self.spec, arrivals=arrivals, seed=self.seed, num_envs=self.num_envs, bins=self.bins)
-            self.cache[key] = m
-            v = self.measure
-            self.trace.append((key[0], arrivals, m[v], m["acceptance"]))
-            if self.progress is not None:
-                lo, hi = m[f"{v}_ci"]
-                extra = f", blocking {m['blocking']:.4f}" if "blocking" in m else ""
-                self.progress(f"{key[0]}: {v} {m[v]:.4f} [{lo:.4f}, {hi:.4f}], acceptance "
-                              f"{m['acceptance']:.4f}{extra} ({m['arrivals']} arrivals)")
-        return self.cache[key]
-
-    def _decide(self, rule) -> tuple[bool, dict]:
-        key = rule.describe()
-        if key not in self.decided:
-            n, eps = self.arrivals, self.spec.eps
-            while True:
-                m = self.evaluate(rule, n)
-                if self.margin:
-                    p, se = m[self.measure], m[f"{self.measure}_se"]
-                    if math.isnan(p):  # nothing admitted: nothing dropped
-                        p, se = 0.0, 0.0
-                    lo, hi = p - Z95_ONE_SIDED * se, p + Z95_ONE_SIDED * se
-                    ok = hi <= eps
-                else:
-                    lo, hi = m[f"{self.measure}_ci"]
-                    ok = m[self.measure] <= eps
-                if hi <= eps or lo > eps or n >= self.max_arrivals:
-                    self.decided[key] = (bool(ok), m)
-                    break
-                n = min(2 * n, self.max_arrivals)
-        return self.decided[key]
-
-    def __call__(self, rule) -> dict:
-        return self._decide(rule)[1]
-
-    def feasible(self, rule) -> bool:
-        return self._decide(rule)[0]
-
-    def expired(self) -> bool:
-        """Past the deadline (a search asking this stops, and its result says so)."""
-        if self.deadline is not None and time.time() > self.deadline:
-            self.cut = True
-        return self.cut
-
-    def result(self, rule) -> TuningResult:
-        return TuningResult(rule, self(rule), list(self.trace), complete=not self.cut)
-
-
 def tune_total(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_envs: int = 400,
                max_k: int = 400, **tuner_options) -> TuningResult:
     """Largest k with violation <= eps (violation and acceptance grow with k)."""
-    tuner = _Tuner(spec, arrivals, seed, num_envs, **tuner_options)
+    tuner = Tuner(spec, arrivals, seed, num_envs, **tuner_options)
     if not tuner.feasible(TotalThreshold(1)):
         return tuner.result(TotalThreshold(1))
     lo, hi = 1, 2  # lo feasible; grow hi until infeasible
@@ -170,7 +100,7 @@ def tune_total(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_
 def tune_weighted(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_envs: int = 400,
                   iterations: int = 12, **tuner_options) -> TuningResult:
     """Bisection on the threshold of the estimated wait w.q, w from ``wait_weights``."""
-    tuner = _Tuner(spec, arrivals, seed, num_envs, **tuner_options)
+    tuner = Tuner(spec, arrivals, seed, num_envs, **tuner_options)
     w = wait_weights(spec)
     lo, hi = 1e-9, float(spec.d_ub)
     while tuner.feasible(WeightedThreshold(w, hi)) and hi < 1e4 * spec.d_ub:
@@ -186,7 +116,7 @@ def tune_stations(spec: NetworkSpec, start: int, arrivals: int = 100_000, seed: 
     """Coordinate search from every threshold = ``start`` (the tuned total k): lower the
     threshold that costs least acceptance until feasible, then raise any that stays feasible
     and gains most, until no single change helps."""
-    tuner = _Tuner(spec, arrivals, seed, num_envs, **tuner_options)
+    tuner = Tuner(spec, arrivals, seed, num_envs, **tuner_options)
     ks = [max(1, start)] * spec.num_stations
 
     def with_k(n: int, k: int) -> StationThresholds:
@@ -211,8 +141,11 @@ def tune_stations(spec: NetworkSpec, start: int, arrivals: int = 100_000, seed: 
 
 def tuned_rules(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777,
                 progress: Callable[[str], None] | None = None) -> dict[str, TuningResult]:
-    """All threshold rules tuned for ``spec`` (``progress`` is told of every evaluation)."""
+    """Every constant action but reject (accept-all, or each entry station) and the threshold
+    rules tuned for ``spec`` (``progress`` is told of every evaluation)."""
+    tuner = Tuner(spec, arrivals, seed, 400, progress=progress)
+    out = {f"always {spec.actions[a]}": tuner.result(Always(a, spec.actions[a])) for a in range(1, spec.num_actions)}
     total = tune_total(spec, arrivals, seed, progress=progress)
-    return {"total threshold": total,
+    return {**out, "total threshold": total,
             "per-station thresholds": tune_stations(spec, total.rule.k, arrivals, seed, progress=progress),
             "weighted threshold": tune_weighted(spec, arrivals, seed, progress=progress)}

@@ -1,0 +1,236 @@
+"""Steady-state evaluation and a stability verdict, the same protocol for every system.
+
+Why: a window of a few hundred decisions after a fixed warm-up from an empty start measures
+a transient. On ``redundancy_ps`` at load 0.9 with d = 1 (ten M/G/1-PS servers at load 0.9:
+mean response exactly 10) such a window read 7.4. Here one long run per policy is cut into
+batches of ``chunk`` decisions per instance:
+
+* the warm-up is the MSER-5 truncation point (White 1997) of the number in system averaged
+  over instances, per batch: the cut that minimises the variance of the remaining mean;
+  a cut in the second half of the run means the run has not reached its stationary
+  regime yet, and the run is doubled;
+* the window is every batch after the cut, each decision's job followed to its departure;
+  the run is doubled until the headline measure's standard error is at most ``rel_se`` of
+  its value (or ``max_steps`` is reached: the result then says which standard error it
+  reached);
+* ``stability`` builds a backlog by an overload, restores the arrival rate and measures
+  the drift of the number in system over a long horizon with its standard error: a policy
+  whose backlog grows is unstable, whatever its mean looked like in a finite window.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from drl_ac.evaluation.metrics import evaluate, instance_sums, summarize_sums
+from envs import Driver, NetworkSpec, Outcomes
+from envs.engine import CapacityError
+from envs.rollout import set_arrival_speed
+
+Policy = Callable[[np.ndarray], np.ndarray]
+
+
+
+class _Batches:
+    """Sums of one run per (batch of ``chunk`` decision steps, instance): any window of
+    batches is summed afterwards, and memory does not grow with the jobs evaluated."""
+
+    def __init__(self, num_envs: int, chunk: int, origin: int = 0):
+        self.B, self.chunk, self.origin = num_envs, chunk, origin  # origin: the decision step of batch 0
+        self.sums: dict[str, np.ndarray] = {}
+        self.level = np.zeros((16, num_envs))  # mean number in system at the batch's decisions
+        self.parts: list[Outcomes] = []
+
+    def _fit(self, batches: int) -> None:
+        if batches > self.level.shape[0]:
+            grow = np.zeros((max(batches, 2 * self.level.shape[0]) - self.level.shape[0], self.B))
+            self.level = np.concatenate([self.level, grow])
+            self.sums = {k: np.concatenate([v, grow]) for k, v in self.sums.items()}
+
+    def flush(self, num_stations: int) -> None:
+        done = Outcomes.concat(self.parts, num_stations).decisions()
+        done = done.select(done.step >= self.origin)  # jobs decided before the start state was taken
+        self.parts = []
+        if not len(done):
+            return
+        batch = (done.step - self.origin) // self.chunk
+        self._fit(int(batch.max()) + 1)
+        flat = dataclasses.replace(done, env=batch * self.B + done.env)  # one 'instance' per (batch, instance)
+        for k, v in instance_sums(flat, self.level.size).items():
+            self.sums[k] = self.sums.get(k, 0) + v.reshape(self.level.shape)
+
+    def step(self, driver: Driver, policy: Policy, obs: np.ndarray) -> np.ndarray:
+        batch = self.steps(driver) // self.chunk
+        self._fit(batch + 1)
+        obs, done = driver.step(np.asarray(policy(obs), np.int64))
+        self.level[batch] += driver.jobs_in_system() / self.chunk
+        self.parts.append(done)
+        if self.steps(driver) % self.chunk == 0:
+            self.flush(driver.engine.N)
+        return obs
+
+    def steps(self, driver: Driver) -> int:
+        return driver.t - self.origin
+
+    def window(self, first: int, end: int) -> dict[str, np.ndarray]:
+        """Per-instance sums of batches [first, end)."""
+        return {k: v[first:end].sum(0) for k, v in self.sums.items()}
+
+
+def mser_cut(series: np.ndarray) -> int:
+    """MSER truncation point of a series of batch means: the d <= n/2 minimising
+    sum((x[d:] - mean(x[d:]))**2) / (n - d)**2."""
+    n = series.size
+    best, cut = math.inf, 0
+    for d in range(n // 2 + 1):
+        rest = series[d:]
+        score = float(((rest - rest.mean()) ** 2).sum()) / (n - d) ** 2
+        if score < best:
+            best, cut = score, d
+    return cut
+
+
+def _drifting(level: np.ndarray, z: float = 3.0) -> bool:
+    """The first and second half of a window of batch levels differ by more than ``z``
+    standard errors over instances (a trend MSER may miss)."""
+    half = level.shape[0] // 2
+    if half == 0:
+        return False
+    diff = level[half:2 * half].mean(0) - level[:half].mean(0)
+    se = diff.std(ddof=1) / math.sqrt(diff.size) if diff.size > 1 else math.inf
+    return abs(float(diff.mean())) > z * se
+
+
+def steady_state(policy: Policy, spec: NetworkSpec, seed: int = 10_000, num_envs: int = 256, chunk: int = 100,
+                 rel_se: float = 0.01, min_steps: int = 2_000, max_steps: int = 64_000,
+                 per_instance: bool = False, max_jobs: int | None = None, start: dict | None = None) -> dict:
+    """``policy`` on ``num_envs`` instances of ``spec`` in steady state (see the module's
+    docstring): the measures of ``drl_ac.evaluation.metrics.summarize`` (each with ``_ci``
+    and ``_se``) over the window, plus ``warmup_steps``, ``window_steps`` (decisions per
+    instance), ``headline`` with its ``rel_se`` reached and ``stationary`` (False: the run
+    was still drifting when ``max_steps`` per instance was reached: the numbers are not a
+    steady state). With ``per_instance`` the per-instance sums of ``paired_difference``.
+
+    A system with a periodic arrival profile (a 5G cell's day) has no stationary state in
+    this sense: it is evaluated over whole phases by ``evaluate``, arrival-weighted; so is a
+    loss system (a cell: nothing queues, ``evaluate``'s warm-up of 10 mean sessions is exact
+    enough, and it reports the cell's own measures).
+
+    ``start``: an engine state (``Engine.get_state``, same spec and ``num_envs``) to start from
+    instead of empty, e.g. another policy's stationary state: candidates of a tuning then
+    share one long warm-up and the same random numbers from there on."""
+    if spec.period is not None or spec.system.kind == "loss":
+        arrivals = num_envs * max(min_steps, 400)
+        out = evaluate(policy, spec, arrivals=arrivals, seed=seed, num_envs=num_envs, per_instance=per_instance)
+        return {**out, "headline": spec.system.headline.measure, "stationary": True}
+    options = {} if max_jobs is None else {"max_jobs": int(max_jobs)}
+    driver = Driver(spec, num_envs, seed=seed, encoding=getattr(policy, "encoding", None), **options)
+    eng = driver.engine
+    if start is not None:
+        eng.set_state(start)
+    batches, headline = _Batches(num_envs, chunk, origin=driver.t), spec.system.headline.measure
+    obs = driver.observe()
+    target = min(max(min_steps, 4 * chunk), max_steps)
+    while True:
+        while batches.steps(driver) < target:
+            obs = batches.step(driver, policy, obs)
+        n = batches.steps(driver) // chunk
+        cut = mser_cut(batches.level[:n].mean(1))
+        stationary = cut < n // 2 and not _drifting(batches.level[cut:n])
+        if stationary or target >= max_steps:
+            end = batches.origin + n * chunk  # follow the window's jobs to their departure (the run goes on meanwhile)
+            # a run that never settled is reported, never used: its drain (behind a growing queue) is cut short
+            limit = math.inf if stationary else batches.steps(driver) + max_steps // 4
+            while (eng.jobs.live & (eng.jobs.step < end)).any() and batches.steps(driver) < limit:
+                obs = batches.step(driver, policy, obs)
+            batches.flush(eng.N)
+            out = summarize_sums(batches.window(cut, n), per_instance=per_instance)
+            value, se = out[headline], out[f"{headline}_se"]
+            reached = se / abs(value) if value else math.inf
+            if target >= max_steps or (stationary and reached <= rel_se):
+                break
+        target = min(2 * target, max_steps)
+    return {**out, "warmup_steps": cut * chunk, "window_steps": (n - cut) * chunk, "headline": headline,
+            "rel_se": reached, "stationary": bool(stationary)}
+
+
+@dataclass(frozen=True)
+class Stability:
+    """A policy's behaviour from a backlog: ``verdict`` is ``unstable`` (the number in system
+    grows over the second half of the horizon: the lower 95% bound of its drift > 0; or the
+    job table overflowed), ``stable`` (it does not, and the backlog shrank: the upper 95%
+    bound of N_end - N_backlog < 0), ``undecided`` (neither, after the longest horizon) or
+    ``loss system`` (nothing queues, so nothing can grow)."""
+
+    verdict: str
+    drift: float  # jobs per unit time over the second half of the horizon, mean over instances
+    drift_se: float
+    backlog: float  # mean number in system when the overload stopped
+    end: float  # mean number in system at the end of the horizon
+    horizon: float  # mean length of the horizon, time units
+
+    @property
+    def stable(self) -> bool:
+        return self.verdict in ("stable", "loss system")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def describe(self) -> str:
+        if self.verdict == "loss system":
+            return "stable (a loss system: nothing queues)"
+        return (f"{self.verdict}: from a backlog of {self.backlog:.0f} jobs to {self.end:.0f} over {self.horizon:.0f} "
+                f"time units, drift {self.drift:+.4f} +- {self.drift_se:.4f} jobs per unit time in its second half")
+
+
+def stability(policy: Policy, spec: NetworkSpec, seed: int = 20_000, num_envs: int = 64, overload: float = 2.0,
+              build_steps: int = 2_000, steps: int = 8_000, doublings: int = 1, max_jobs: int = 1 << 15) -> Stability:
+    """Run ``policy`` with arrivals ``overload`` times as fast for ``build_steps`` decisions
+    (a backlog), then at the spec's rate for ``steps``; judge by ``Stability``'s rule, the
+    drift being the slope (N_end - N_mid) / (t_end - t_mid) per instance over the second half
+    of those steps, its mean and standard error over instances. Undecided runs are made again
+    with every length doubled, up to ``doublings`` times.
+
+    A backlog is the honest start: from an empty or typical state a policy near its limit
+    looks stable for a long while, and a policy may misbehave only in the large states a
+    backlog reaches (where a learned network has seen little). The first half lets the
+    backlog's make-up settle: one built in a hurry holds mostly young jobs, which under
+    processor sharing leave faster than a settled backlog's (a drift down for a while even
+    where the fluid limit grows). Near its limit an unstable policy's number in system grows
+    slowly (under PS, mostly the largest jobs stay), so the longer the horizon the surer."""
+    if spec.system.kind == "loss":
+        return Stability("loss system", 0.0, 0.0, 0.0, 0.0, 0.0)
+    for k in range(doublings + 1):
+        driver = Driver(spec, num_envs, seed=seed + k, encoding=getattr(policy, "encoding", None), max_jobs=max_jobs)
+        eng = driver.engine
+        obs = driver.observe()
+        try:
+            set_arrival_speed(driver, overload)
+            for _ in range(build_steps << k):
+                obs, _ = driver.step(np.asarray(policy(obs), np.int64))
+            set_arrival_speed(driver, 1.0)
+            built, t_built = driver.jobs_in_system().astype(float), eng.now.copy()
+            for i in range(steps << k):
+                if i == (steps << k) // 2:
+                    mid, t_mid = driver.jobs_in_system().astype(float), eng.now.copy()
+                obs, _ = driver.step(np.asarray(policy(obs), np.int64))
+        except CapacityError:
+            return Stability("unstable", math.inf, 0.0, math.nan, math.nan, math.nan)
+        end = driver.jobs_in_system().astype(float)
+        slope = (end - mid) / (eng.now - t_mid)
+        drift, se = float(slope.mean()), _se_mean(slope)
+        shrink, shrink_se = float((end - built).mean()), _se_mean(end - built)
+        verdict = "unstable" if drift - 2 * se > 0 else ("stable" if shrink + 2 * shrink_se < 0 else "undecided")
+        result = Stability(verdict, drift, se, float(built.mean()), float(end.mean()), float((eng.now - t_built).mean()))
+        if verdict != "undecided":
+            break
+    return result
+
+
+def _se_mean(x: np.ndarray) -> float:
+    return float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else math.inf

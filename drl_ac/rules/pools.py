@@ -1,0 +1,83 @@
+"""Rules for two server pools (docs/systems/pools.md): where a job starts and whether it is
+rerouted or replicated after tau in service there.
+
+* ``FixedAction``: one of the scenario's actions for every job, one rule per action (every
+  constant action). With one server per pool, "pool i, replicate after 0 in service" is full
+  replication in effect: a copy joins the other queue as soon as the job starts.
+* ``SignalledPool(policy, tau)``: the job starts on the faster pool of its signalled (or
+  revealed) type, then reroutes or replicates after tau there: the threshold rule of the
+  literature, tuned over the (policy, tau) pairs the scenario's actions offer for both pools.
+
+Both are tuned in steady state on common random numbers (``tuning.ControlTuner``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from drl_ac.rules.tuning import ControlTuner, TuningResult
+from envs import NetworkSpec
+
+
+@dataclass(frozen=True)
+class FixedAction:
+    """Always action ``action`` (its name: ``label``)."""
+
+    action: int
+    label: str
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return np.full(obs.shape[0], self.action, np.int64)
+
+    def describe(self) -> str:
+        return f"always {self.label}"
+
+
+@dataclass(frozen=True)
+class SignalledPool:
+    """The action (faster pool of the signalled type, ``policy``, ``tau``): ``by_type[j]`` is
+    its index for type information j (the last: nothing known, pool 1). The type
+    information is the one-hot block at the end of the observation."""
+
+    policy: str
+    tau: float
+    by_type: tuple[int, ...]
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        info = obs[:, -len(self.by_type):].argmax(1)
+        return np.asarray(self.by_type, np.int64)[info]
+
+    def describe(self) -> str:
+        return "signalled pool" + ("" if self.policy == "none" else f", {self.policy} after {self.tau:g}")
+
+
+def signalled_rules(spec: NetworkSpec) -> list[SignalledPool]:
+    """One rule per (policy, tau) the scenario's actions offer on both pools."""
+    pools = spec.pools
+    index = {(a.pool, a.policy, a.tau[a.pool] if a.pool >= 0 else a.tau[0]): i for i, a in enumerate(pools.actions)}
+    faster = [int(np.argmax([pools.speeds[0][j], pools.speeds[1][j]])) for j in range(pools.num_types)] + [0]
+    rules = []
+    for policy, tau in sorted({(p, t) for (_, p, t) in index}):
+        by_type = tuple(index.get((pool, policy, tau), -1) for pool in faster)
+        if min(by_type) >= 0:
+            rules.append(SignalledPool(policy, tau, by_type))
+    return rules
+
+
+def tuned_rules(spec: NetworkSpec, seed: int = 777, num_envs: int = 64, max_steps: int = 16_000,
+                progress: Callable[[str], None] | None = None) -> dict[str, TuningResult]:
+    """Every constant action and the signalled-pool threshold rule, tuned (its policy and tau)."""
+    tuner = ControlTuner(spec, seed, num_envs, max_steps, progress=progress)
+    out: dict[str, TuningResult] = {}
+    for a, action in enumerate(spec.pools.actions):
+        rule = FixedAction(a, action.name)
+        out[rule.describe()] = TuningResult(rule, tuner(rule), list(tuner.trace))
+    signalled = signalled_rules(spec)
+    if signalled:
+        out["signalled pool (tuned policy and tau)"] = tuner.best(signalled)
+    return out
+
+

@@ -1,0 +1,92 @@
+"""Rules for redundancy-d (docs/systems/redundancy.md): how many copies d of a job to start.
+
+* ``FixedD``: the same d for every job, one rule per choice of the scenario (every constant
+  action). A d whose exact stability limit lambda*(d) = N / (d E[min(X_1..X_d)]) is at or
+  below the arrival rate is reported unstable, not simulated (``drl_ac.theory.redundancy``).
+* ``LoadThreshold``: d = ``high`` while fewer than k jobs are in the system, else ``low``:
+  copies are cheap when servers idle and cost capacity when they do not. ``low`` is the best
+  fixed d (what the rule falls back to under load), ``high`` any larger choice, k tuned.
+
+Both are tuned in steady state on common random numbers (``tuning.ControlTuner``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from drl_ac.rules.tuning import ControlTuner, TuningResult
+from drl_ac.theory.redundancy import stability_threshold
+from envs import NetworkSpec
+
+K_GRID = (2, 4, 8, 16, 32)  # jobs in system at which the rule falls back to ``low``: geometric
+
+
+@dataclass(frozen=True)
+class FixedD:
+    """Always action ``action`` (d = ``d`` copies)."""
+
+    action: int
+    d: int
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return np.full(obs.shape[0], self.action, np.int64)
+
+    def describe(self) -> str:
+        return f"d = {self.d}"
+
+
+@dataclass(frozen=True)
+class LoadThreshold:
+    """Action ``high`` while fewer than ``k`` jobs are in the system (observation column
+    ``column``, the number in system), else ``low``."""
+
+    k: int
+    high: int
+    low: int
+    column: int
+    labels: tuple[int, ...]  # d of each action, for describe
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return np.where(obs[:, self.column] < self.k, self.high, self.low).astype(np.int64)
+
+    def describe(self) -> str:
+        return f"d = {self.labels[self.high]} below {self.k} jobs in system, else {self.labels[self.low]}"
+
+
+def limits(spec: NetworkSpec) -> dict[int, float]:
+    """lambda*(d) of each choice d of the scenario (exact, fluid)."""
+    red = spec.redundancy
+    return {d: stability_threshold(red.servers, d, red.copies, size=red.size, scale=red.scale, factor=red.factor)
+            for d in red.choices}
+
+
+def tuned_rules(spec: NetworkSpec, seed: int = 777, num_envs: int = 64, max_steps: int = 16_000,
+                progress: Callable[[str], None] | None = None, k_grid: tuple[int, ...] = K_GRID
+                ) -> dict[str, TuningResult]:
+    """Every fixed d (unstable ones marked, not simulated) and the load threshold, tuned over
+    ``k_grid`` and every ``high`` above the best fixed d."""
+    red, rate = spec.redundancy, spec.arrival_rate
+    lam_star = limits(spec)
+    tuner = ControlTuner(spec, seed, num_envs, max_steps, progress=progress)
+    out: dict[str, TuningResult] = {}
+    fixed = [FixedD(a, d) for a, d in enumerate(red.choices)]
+    for rule in fixed:
+        if rate >= lam_star[rule.d]:
+            out[rule.describe()] = TuningResult(rule, {"unstable": f"arrival rate {rate:.4g} >= lambda*(d={rule.d}) "
+                                                                   f"{lam_star[rule.d]:.4g}", "mean_delay": math.inf})
+        else:
+            out[rule.describe()] = TuningResult(rule, tuner(rule), list(tuner.trace))
+    stable = [r for r in fixed if rate < lam_star[r.d]]
+    if not stable:
+        return out
+    low = min(stable, key=tuner.score)
+    column = spec.num_stations  # the pool encoding: jobs per server sorted, then the number in system
+    candidates = [LoadThreshold(k, high.action, low.action, column, red.choices)
+                  for high in fixed if high.d > low.d for k in k_grid]
+    if candidates:
+        out["load threshold"] = tuner.best(candidates)
+    return out

@@ -1,0 +1,137 @@
+"""Tuning a rule family on common random numbers: every candidate sees the same arrivals and
+service times, so comparisons between candidates are sharp, and a candidate's sample grows
+while its constraint is undecided (see ``Tuner``). Shared by every system's rules."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from drl_ac.evaluation.metrics import Z95_ONE_SIDED, evaluate
+from drl_ac.evaluation.steady import steady_state
+from envs import NetworkSpec
+
+
+@dataclass
+class TuningResult:
+    rule: Callable
+    metrics: dict  # the chosen rule's evaluation on the largest sample it needed
+    trace: list[tuple[str, int, float, float]] = field(default_factory=list)  # (rule, arrivals, violation, acceptance)
+    complete: bool = True  # False: the search was cut short by its deadline (the rule is the best found by then)
+
+
+class Tuner:
+    """Evaluates candidates on common random numbers, growing the sample while undecided."""
+
+    def __init__(self, spec: NetworkSpec, arrivals: int, seed: int, num_envs: int, max_arrivals: int | None = None,
+                 progress: Callable[[str], None] | None = None, measure: str = "violation", margin: bool = False,
+                 deadline: float | None = None, bins: int = 24):
+        """``measure``: the metric held <= eps (a cell: ``dropping``, P(dropped | admitted), or
+        ``handover_dropping``); ``margin``: feasible iff its one-sided 95% upper bound is <= eps
+        (the sample doubles while the one-sided bounds straddle eps), instead of the point
+        estimate once the two-sided 95% interval excludes eps. ``deadline`` (``time.time()``):
+        searches that ask ``expired()`` stop there with the best rule found so far. ``bins``:
+        phase bins of the evaluations (a periodic system's ``..._by_phase``)."""
+        self.spec, self.arrivals, self.seed, self.num_envs, self.bins = spec, arrivals, seed, num_envs, bins
+        self.measure, self.margin, self.deadline = measure, margin, deadline
+        self.cut = False  # a search stopped at the deadline
+        self.max_arrivals = max_arrivals if max_arrivals is not None else 8 * arrivals
+        self.progress = progress
+        self.trace: list[tuple[str, int, float, float]] = []
+        self.cache: dict[tuple[str, int], dict] = {}
+        self.decided: dict[str, tuple[bool, dict]] = {}
+
+    def evaluate(self, rule, arrivals: int) -> dict:
+        key = (rule.describe(), arrivals)
+        if key not in self.cache:
+            if hasattr(rule, "reset"):  # a randomised rule replays the same uniforms: common random numbers
+                rule.reset()
+            m = evaluate(rule, self.spec, arrivals=arrivals, seed=self.seed, num_envs=self.num_envs, bins=self.bins)
+            self.cache[key] = m
+            v = self.measure
+            self.trace.append((key[0], arrivals, m[v], m["acceptance"]))
+            if self.progress is not None:
+                lo, hi = m[f"{v}_ci"]
+                extra = f", blocking {m['blocking']:.4f}" if "blocking" in m else ""
+                self.progress(f"{key[0]}: {v} {m[v]:.4f} [{lo:.4f}, {hi:.4f}], acceptance "
+                              f"{m['acceptance']:.4f}{extra} ({m['arrivals']} arrivals)")
+        return self.cache[key]
+
+    def _decide(self, rule) -> tuple[bool, dict]:
+        key = rule.describe()
+        if key not in self.decided:
+            n, eps = self.arrivals, self.spec.eps
+            while True:
+                m = self.evaluate(rule, n)
+                if self.margin:
+                    p, se = m[self.measure], m[f"{self.measure}_se"]
+                    if math.isnan(p):  # nothing admitted: nothing dropped
+                        p, se = 0.0, 0.0
+                    lo, hi = p - Z95_ONE_SIDED * se, p + Z95_ONE_SIDED * se
+                    ok = hi <= eps
+                else:
+                    lo, hi = m[f"{self.measure}_ci"]
+                    ok = m[self.measure] <= eps
+                if hi <= eps or lo > eps or n >= self.max_arrivals:
+                    self.decided[key] = (bool(ok), m)
+                    break
+                n = min(2 * n, self.max_arrivals)
+        return self.decided[key]
+
+    def __call__(self, rule) -> dict:
+        return self._decide(rule)[1]
+
+    def feasible(self, rule) -> bool:
+        return self._decide(rule)[0]
+
+    def expired(self) -> bool:
+        """Past the deadline (a search asking this stops, and its result says so)."""
+        if self.deadline is not None and time.time() > self.deadline:
+            self.cut = True
+        return self.cut
+
+    def result(self, rule) -> TuningResult:
+        return TuningResult(rule, self(rule), list(self.trace), complete=not self.cut)
+
+
+class ControlTuner:
+    """The mean response time of control rules in steady state (``drl_ac.evaluation.steady``)
+    on common random numbers: every candidate runs on the same instances and seed, from the
+    same ``start`` state when one is given (e.g. the best constant action's stationary state,
+    so that candidates need only their own, shorter transient). A candidate whose run never
+    reaches a stationary regime within ``max_steps`` scores infinity (unstable or too slow
+    to tell, never chosen)."""
+
+    def __init__(self, spec: NetworkSpec, seed: int, num_envs: int, max_steps: int, rel_se: float = 0.02,
+                 start: dict | None = None, progress: Callable[[str], None] | None = None):
+        self.spec, self.seed, self.num_envs, self.max_steps, self.rel_se = spec, seed, num_envs, max_steps, rel_se
+        self.start, self.progress = start, progress
+        self.cache: dict[str, dict] = {}
+        self.trace: list[tuple[str, int, float, float]] = []
+
+    def __call__(self, rule) -> dict:
+        key = rule.describe()
+        if key not in self.cache:
+            m = steady_state(rule, self.spec, seed=self.seed, num_envs=self.num_envs, max_steps=self.max_steps,
+                             rel_se=self.rel_se, start=self.start)
+            if not m["stationary"]:
+                m = {**m, "unstable": f"no stationary regime within {self.max_steps} decisions per instance"}
+            self.cache[key] = m
+            self.trace.append((key, m["arrivals"], m["mean_delay"], m["acceptance"]))
+            if self.progress is not None:
+                lo, hi = m["mean_delay_ci"]
+                self.progress(f"{key}: mean response {m['mean_delay']:.4f} [{lo:.4f}, {hi:.4f}] "
+                              f"({m['arrivals']} arrivals after {m['warmup_steps']} warm-up steps"
+                              f"{'; NOT stationary' if 'unstable' in m else ''})")
+        return self.cache[key]
+
+    def score(self, rule) -> float:
+        m = self(rule)
+        return math.inf if "unstable" in m else float(m["mean_delay"])
+
+    def best(self, rules: list) -> TuningResult:
+        """The candidate with the lowest mean response (the first when none is stationary)."""
+        rule = min(rules, key=self.score)
+        return TuningResult(rule, self(rule), list(self.trace))

@@ -1,0 +1,204 @@
+"""One comparison for every system: the learned controller against the best tuned rule, in
+steady state, with stability verdicts and paired intervals, judged on the system's headline.
+
+The path (the same for a network, a cell, redundancy-d and two pools):
+
+1. ``drl_ac.rules.tune`` tunes every rule family of the system on the *tuning* seed;
+2. ``measure`` evaluates each policy on the *evaluation* seed in steady state
+   (``drl_ac.evaluation.steady``: every policy on the same instances and arrivals, so pairs of
+   policies are compared on common random numbers) and gives it a stability verdict;
+3. ``judge`` finds the best rule that is feasible (its constraint, e.g. violation <= eps, not
+   significantly exceeded) and stable, and says whether the learned controller is
+   ``better`` (the paired 95% interval of the difference on the headline is entirely on
+   the good side), ``no worse`` (it contains 0) or ``worse``; a learned controller that is
+   unstable or whose constraint's one-sided 95% bound exceeds eps is ``worse`` whatever its
+   headline.
+
+Seeds: a run with seed s tunes on s + TUNING, chooses among learned candidates on
+s + VALIDATION and compares on s + EVALUATION (``drl_ac.evaluation.selection``), so the
+numbers that decide are never those a choice was made on.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from drl_ac import rules
+from drl_ac.evaluation.metrics import Z95, Z95_ONE_SIDED, paired_difference
+from drl_ac.evaluation.selection import EVALUATION, TUNING, VALIDATION
+from drl_ac.evaluation.steady import stability, steady_state
+from envs import NetworkSpec
+
+Policy = Callable[[np.ndarray], np.ndarray]
+# How much a comparison may spend: "quick" ends a default training run (a minute or two on 2
+# cores), "full" is a study's, "smoke" checks the wiring in seconds and decides nothing.
+# "rules": options of each system's tuner (drl_ac.rules.TUNERS); "evaluation": of
+# steady_state; "stability": of stability.
+BUDGETS: dict[str, dict[str, dict]] = {
+    "smoke": {"rules": {"network": {"arrivals": 2_000}, "cell": {"arrivals": 2_000, "num_envs": 20},
+                        "redundancy": {"num_envs": 8, "max_steps": 400, "k_grid": (4, 16)},
+                        "pools": {"num_envs": 8, "max_steps": 400}},
+              "evaluation": {"num_envs": 16, "min_steps": 400, "max_steps": 400, "rel_se": 1.0},
+              "stability": {"num_envs": 8, "build_steps": 100, "steps": 200, "doublings": 0}},
+    "quick": {"rules": {"network": {"arrivals": 20_000}, "cell": {"arrivals": 20_000},
+                        "redundancy": {"num_envs": 32, "max_steps": 8_000},
+                        "pools": {"num_envs": 32, "max_steps": 8_000}},
+              "evaluation": {"num_envs": 128, "max_steps": 16_000, "rel_se": 0.01},
+              "stability": {"num_envs": 32, "build_steps": 1_000, "steps": 2_000}},
+    "full": {"rules": {"network": {"arrivals": 100_000}, "cell": {"arrivals": 100_000},
+                       "redundancy": {"num_envs": 64, "max_steps": 32_000},
+                       "pools": {"num_envs": 64, "max_steps": 32_000}},
+             "evaluation": {"num_envs": 256, "max_steps": 64_000, "rel_se": 0.01},
+             "stability": {"num_envs": 64, "build_steps": 2_000, "steps": 4_000}},
+}
+
+__all__ = ["BUDGETS", "EVALUATION", "TUNING", "VALIDATION", "Verdict", "compare", "feasible", "judge",
+           "measure", "table"]
+
+
+def measure(policy: Policy, spec: NetworkSpec, seed: int, budget: str = "quick") -> dict:
+    """``policy``'s steady-state measures on ``seed`` (per-instance sums kept for pairing) and
+    its stability verdict under ``stability``."""
+    m = steady_state(policy, spec, seed=seed, per_instance=True, **_budget(budget)["evaluation"])
+    m["stability"] = stability(policy, spec, seed=seed + 1, **_budget(budget)["stability"]).to_dict()
+    return m
+
+
+def _budget(name: str) -> dict[str, dict]:
+    if name not in BUDGETS:
+        raise ValueError(f"budget: unknown {name!r}. Fix: use one of {', '.join(BUDGETS)}.")
+    return BUDGETS[name]
+
+
+def _se(m: dict, key: str) -> float:
+    if f"{key}_se" in m:
+        return float(m[f"{key}_se"])
+    lo, hi = m[f"{key}_ci"]
+    return (hi - lo) / (2 * Z95)
+
+
+def feasible(m: dict, spec: NetworkSpec, strict: bool) -> bool:
+    """The headline's constraint holds: ``strict`` (a learned controller's claim): its one-sided
+    95% upper bound <= eps; else (a rule, given the benefit of the doubt): not significantly
+    above eps (its one-sided 95% lower bound <= eps). No constraint: always."""
+    key = spec.system.headline.constraint
+    if key is None:
+        return True
+    value = m[key]
+    if math.isnan(value):  # nothing admitted: nothing violated
+        return True
+    bound = value + (1 if strict else -1) * Z95_ONE_SIDED * _se(m, key)
+    return bound <= spec.eps
+
+
+def _usable(m: dict) -> bool:
+    return m.get("stationary", True) and m["stability"]["verdict"] in ("stable", "loss system")
+
+
+def difference(a: dict, b: dict, measure_key: str) -> dict:
+    """``a`` minus ``b`` on ``measure_key``: paired over instances where both runs kept their
+    per-instance sums of that ratio (common random numbers), else with independent standard errors
+    (a conservative interval: the runs share their seed, so their errors correlate positively)."""
+    try:
+        return {**paired_difference(a, b, measure_key), "paired": True}
+    except (KeyError, TypeError):
+        diff, se = float(a[measure_key] - b[measure_key]), math.hypot(_se(a, measure_key), _se(b, measure_key))
+        return {"difference": diff, "se": se, "ci": [diff - Z95 * se, diff + Z95 * se], "paired": False}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``outcome``: ``better``, ``no worse``, ``worse`` or ``no comparator`` (no rule is feasible
+    and stable); ``difference``: learned minus the best rule on the headline, with its 95%
+    interval (``paired``: over instance pairs)."""
+
+    outcome: str
+    headline: str
+    best_rule: str | None
+    learned: float
+    best: float | None
+    difference: dict | None
+    learned_feasible: bool
+    learned_stable: bool
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def line(self) -> str:
+        if self.best_rule is None:
+            return f"verdict: no tuned rule is feasible and stable; learned {self.headline} {self.learned:.4f}"
+        d = self.difference
+        why = "" if self.learned_feasible and self.learned_stable else \
+            f" ({'unstable' if not self.learned_stable else 'constraint not met with 95% confidence'})"
+        return (f"verdict: learned {self.outcome}{why} than the best tuned rule ({self.best_rule}): {self.headline} "
+                f"{self.learned:.4f} vs {self.best:.4f}, difference {d['difference']:+.4f} "
+                f"[{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}] (95%{', paired' if d['paired'] else ''})")
+
+
+def judge(spec: NetworkSpec, learned: dict, rows: dict[str, dict]) -> Verdict:
+    """The learned controller's metrics against every rule's (``measure`` results on the same seed)."""
+    head = spec.system.headline
+    sign = 1.0 if head.sense == "max" else -1.0
+    ok = {name: m for name, m in rows.items() if "unstable" not in m and _usable(m) and feasible(m, spec, False)}
+    l_feasible, l_stable = feasible(learned, spec, True), _usable(learned)
+    if not ok:
+        return Verdict("no comparator", head.measure, None, learned[head.measure], None, None, l_feasible, l_stable)
+    best = max(ok, key=lambda name: sign * ok[name][head.measure])
+    d = difference(learned, ok[best], head.measure)
+    lo, hi = sorted(sign * x for x in d["ci"])
+    outcome = "better" if lo > 0 else ("worse" if hi < 0 else "no worse")
+    if not (l_feasible and l_stable):
+        outcome = "worse"
+    return Verdict(outcome, head.measure, best, learned[head.measure], ok[best][head.measure], d, l_feasible,
+                   l_stable)
+
+
+def compare(policy: Policy, spec: NetworkSpec, seed: int = 0, budget: str = "quick",
+            progress: Callable[[str], None] = lambda s: None, **tuning: Any) -> tuple[dict[str, dict], Verdict]:
+    """Tune the rules (seed + TUNING), measure them and ``policy`` (seed + EVALUATION), judge.
+    Returns every row (``learned`` first, then the rules with their ``rule`` description) and
+    the verdict. ``tuning``: options of the system's tuner replacing the budget's."""
+    progress(f"tuning the rules of {spec.name} ({budget})")
+    options = {**_budget(budget)["rules"][spec.system.name], **tuning}
+    tuned = rules.tune(spec, seed=seed + TUNING, progress=lambda s: progress("  " + s), **options)
+    rows = {"learned": {"rule": "learned", **measure(policy, spec, seed + EVALUATION, budget)}}
+    progress(f"learned: {table_cell(rows['learned'], spec)}")
+    for name, result in tuned.items():
+        if "unstable" in result.metrics and "arrivals" not in result.metrics:  # unstable by theory: not simulated
+            rows[name] = {"rule": result.rule.describe(), **result.metrics}
+            continue
+        rows[name] = {"rule": result.rule.describe(), **measure(result.rule, spec, seed + EVALUATION, budget)}
+        progress(f"{name}: {table_cell(rows[name], spec)}")
+    verdict = judge(spec, rows["learned"], {k: v for k, v in rows.items() if k != "learned"})
+    return rows, verdict
+
+
+def table_cell(m: dict, spec: NetworkSpec) -> str:
+    """The headline (and its constraint) with 95% intervals, and the stability verdict."""
+    if "arrivals" not in m:
+        return f"unstable ({m['unstable']})"
+    head = spec.system.headline
+    parts = []
+    for key in (head.measure, head.constraint):
+        if key is not None:
+            lo, hi = m[f"{key}_ci"]
+            parts.append(f"{key} {m[key]:.4f} [{lo:.4f}, {hi:.4f}]")
+    stable = m["stability"]["verdict"]
+    return ", ".join(parts) + f", {stable}" + ("" if m.get("stationary", True) else ", NOT stationary")
+
+
+def table(rows: dict[str, dict], verdict: Verdict, spec: NetworkSpec) -> str:
+    """A markdown table of the rows and the verdict line."""
+    lines = ["| policy | rule | result |", "|---|---|---|"]
+    lines += [f"| {name} | {m['rule']} | {table_cell(m, spec)} |" for name, m in rows.items()]
+    return "\n".join(lines) + "\n\n" + verdict.line()
+
+
+def json_rows(rows: dict[str, dict]) -> dict[str, dict]:
+    """The rows without their per-instance arrays (for JSON files)."""
+    return {name: {k: v for k, v in m.items() if k != "per_instance"} for name, m in rows.items()}

@@ -1,0 +1,96 @@
+"""Steady-state evaluation and the stability verdict (drl_ac/evaluation/steady.py), against
+exact queueing results: M/M/1 (FCFS), M/G/1-PS per server under redundancy with d = 1, and a
+policy whose fluid limit is known to grow."""
+
+import math
+
+import numpy as np
+import pytest
+import yaml
+
+from drl_ac.evaluation.steady import mser_cut, stability, steady_state
+from envs import NetworkSpec
+from envs.rollout import accept_all
+from envs.spec import SCENARIO_DIR
+
+Z = 4.5
+
+
+def redundancy_at(rate: float) -> NetworkSpec:
+    cfg = yaml.safe_load((SCENARIO_DIR / "redundancy_ps.yaml").read_text())
+    cfg["arrival"] = {"dist": "exponential", "rate": rate}
+    return NetworkSpec.from_dict(cfg)
+
+
+def d1(obs):
+    return np.zeros(obs.shape[0], np.int64)
+
+
+class MixD2:
+    """d = 2 with probability 0.6, else d = 1: work per job 0.4 + 0.6 * 2 E[min of 2] = 1.15, so
+    lambda* = 10 / 1.15 = 8.70 < 9 (fluid-unstable at load 0.9 of d = 1's limit)."""
+
+    def __init__(self):
+        self.rng = np.random.default_rng(0)
+
+    def __call__(self, obs):
+        return (self.rng.random(obs.shape[0]) < 0.6).astype(np.int64)
+
+
+def test_mser_cut_by_hand():
+    ramp = np.concatenate([np.linspace(0, 10, 10), np.full(30, 10.0)])
+    assert 8 <= mser_cut(ramp) <= 10  # the cut lands where the ramp ends
+    assert mser_cut(np.full(20, 3.0)) == 0  # nothing to cut
+    assert mser_cut(np.arange(20.0)) == 10  # a trend: the cut hits the bound n/2 (not stationary)
+
+
+def test_mm1_mean_sojourn_is_exact():
+    spec = NetworkSpec.from_dict({"name": "mm1", "arrival": {"dist": "exponential", "rate": 0.8},
+                                  "stations": [{"name": "s", "servers": 1,
+                                                "service": {"dist": "exponential", "mean": 1.0}}],
+                                  "d_ub": 10, "eps": 0.1})
+    m = steady_state(accept_all, spec, seed=3, num_envs=64, min_steps=4_000, max_steps=4_000)
+    assert m["stationary"] and m["acceptance"] == 1.0
+    assert abs(m["mean_delay"] - 5.0) < Z * m["mean_delay_se"], m  # 1 / (mu - lambda)
+
+
+def test_redundancy_d1_is_m_g_1_ps_per_server():
+    # rate 5 over 10 PS servers, one copy each: every server is an M/G/1-PS queue at load 0.5,
+    # mean response E[X] / (1 - rho) = 2 whatever the size law (insensitivity)
+    m = steady_state(d1, redundancy_at(5.0), seed=1, num_envs=64, max_steps=8_000, rel_se=0.02)
+    assert m["stationary"] and m["rel_se"] <= 0.02
+    assert abs(m["mean_delay"] - 2.0) < Z * m["mean_delay_se"], m
+
+
+def test_start_state_is_used():
+    spec = redundancy_at(5.0)
+    from envs import Driver
+    driver = Driver(spec, 16, seed=2)
+    for _ in range(300):
+        driver.step(np.zeros(16, np.int64))
+    state = driver.engine.get_state()
+    a = steady_state(d1, spec, seed=2, num_envs=16, min_steps=400, max_steps=400, start=state)
+    b = steady_state(d1, spec, seed=2, num_envs=16, min_steps=400, max_steps=400)
+    assert a["arrivals"] > 0 and a["mean_delay"] != b["mean_delay"]  # a different start, a different run
+
+
+def test_stability_flags_a_fluid_unstable_policy_and_passes_d1():
+    spec = redundancy_at(9.0)
+    grow = stability(MixD2(), spec, seed=5, num_envs=32, build_steps=1_000, steps=8_000, doublings=0)
+    assert grow.verdict == "unstable" and grow.drift > 0, grow.describe()
+    calm = stability(d1, spec, seed=5, num_envs=32, build_steps=1_000, steps=8_000, doublings=0)
+    assert calm.verdict == "stable" and calm.end < calm.backlog, calm.describe()
+
+
+def test_a_loss_system_is_stable_without_a_run():
+    from envs import load_spec
+    assert stability(d1, load_spec("cell_erlang")).verdict == "loss system"
+
+
+@pytest.mark.slow
+def test_redundancy_d1_at_load_09_reads_10():
+    """The case a short window from an empty start got wrong (7.4): exactly 10 = 1 / (1 - 0.9)."""
+    m = steady_state(d1, redundancy_at(9.0), seed=1, num_envs=256, max_steps=64_000)
+    assert m["stationary"]
+    assert abs(m["mean_delay"] - 10.0) < 0.02 * 10.0, m
+    assert not math.isnan(m["rel_se"]) and m["rel_se"] <= 0.011

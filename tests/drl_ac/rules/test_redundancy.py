@@ -1,0 +1,46 @@
+"""Redundancy-d rules (drl_ac/rules/redundancy.py): decisions by hand, a fixed d is the same
+run as the spec with that d forced, and the tuner's rows against the exact limits."""
+
+import numpy as np
+import yaml
+
+from drl_ac.evaluation.metrics import evaluate
+from drl_ac.rules.redundancy import FixedD, LoadThreshold, limits, tuned_rules
+from envs import NetworkSpec
+from envs.spec import SCENARIO_DIR
+
+
+def spec_at(rate: float, d=(1, 2, 3, 4)) -> NetworkSpec:
+    cfg = yaml.safe_load((SCENARIO_DIR / "redundancy_ps.yaml").read_text())
+    cfg["arrival"] = {"dist": "exponential", "rate": rate}
+    cfg["redundancy"]["d"] = list(d)
+    return NetworkSpec.from_dict(cfg)
+
+
+def test_load_threshold_by_hand():
+    rule = LoadThreshold(k=3, high=3, low=0, column=2, labels=(1, 2, 3, 4))
+    obs = np.array([[0, 0, 0], [1, 1, 2], [1, 2, 3], [5, 5, 10]], float)
+    assert rule(obs).tolist() == [3, 3, 0, 0]
+    assert rule.describe() == "d = 4 below 3 jobs in system, else 1"
+
+
+def test_fixed_d_equals_the_spec_with_that_d_forced():
+    # copies, sizes and server orders are drawn at arrival whatever the action: same runs
+    for action, d in ((0, 1), (2, 3)):
+        a = evaluate(FixedD(action, d), spec_at(5.0), arrivals=4_000, seed=4, num_envs=20, warmup=50)
+        b = evaluate(FixedD(0, d), spec_at(5.0, d=(d,)), arrivals=4_000, seed=4, num_envs=20, warmup=50)
+        assert a["mean_delay"] == b["mean_delay"] and a["arrivals"] == b["arrivals"]
+
+
+def test_limits_are_the_scenarios():
+    lam = limits(spec_at(5.0))
+    assert abs(lam[1] - 10.0) < 1e-9 and abs(lam[2] - 8.0) < 0.05 and lam[4] < lam[3] < lam[2]
+
+
+def test_tuner_marks_unstable_d_and_tunes_the_threshold():
+    rows = tuned_rules(spec_at(8.5), seed=1, num_envs=4, max_steps=400, k_grid=(2, 8))
+    assert set(rows) == {"d = 1", "d = 2", "d = 3", "d = 4", "load threshold"}
+    for d in (2, 3, 4):  # lambda*(2) = 8.0 < 8.5: every d >= 2 is unstable alone, not simulated
+        assert "unstable" in rows[f"d = {d}"].metrics and "arrivals" not in rows[f"d = {d}"].metrics
+    threshold = rows["load threshold"].rule
+    assert threshold.low == 0 and threshold.high > 0  # falls back to the only stable d under load

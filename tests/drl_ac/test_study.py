@@ -1,0 +1,72 @@
+"""The comparison of drl_ac/study.py: the verdict by hand on synthetic rows (feasibility,
+stability, paired intervals, the headline's direction), and the whole path on a control
+system with a smoke budget."""
+
+import numpy as np
+import pytest
+
+from drl_ac import study
+from drl_ac.evaluation.metrics import Z95
+from drl_ac.rules.pools import FixedAction
+from envs import load_spec
+
+STABLE = {"verdict": "stable"}
+
+
+def control_row(delays, stable=True):
+    """A control system's row: per-instance delay sums over 100 jobs per instance."""
+    delay = np.asarray(delays, float) * 100
+    accepted = np.full(delay.size, 100.0)
+    mean = delay.sum() / accepted.sum()
+    se = float(np.std(np.asarray(delays, float), ddof=1) / np.sqrt(delay.size))
+    return {"rule": "r", "mean_delay": mean, "mean_delay_se": se, "mean_delay_ci": [mean - Z95 * se, mean + Z95 * se],
+            "stationary": True, "stability": STABLE if stable else {"verdict": "unstable"},
+            "per_instance": {"delay": delay, "accepted": accepted}}
+
+
+def test_control_verdicts_by_hand():
+    spec = load_spec("pools")
+    best = control_row([2.0, 2.2, 1.8, 2.1])
+    worse_rule = control_row([3.0, 3.1, 2.9, 3.2])
+    better = control_row([1.5, 1.7, 1.3, 1.6])  # 0.5 below best in every instance
+    v = study.judge(spec, better, {"full replication": best, "threshold": worse_rule})
+    assert v.outcome == "better" and v.best_rule == "full replication" and v.difference["paired"]
+    assert v.difference["difference"] == pytest.approx(-0.5)
+    losing = control_row([2.5, 2.7, 2.3, 2.6])  # 0.5 above full replication: never "better"
+    assert study.judge(spec, losing, {"full replication": best, "threshold": worse_rule}).outcome == "worse"
+    noisy = control_row([1.9, 2.4, 1.7, 2.1])  # paired differences straddle 0
+    assert study.judge(spec, noisy, {"full replication": best}).outcome == "no worse"
+    # an unstable rule is never the comparator, and an unstable learner is worse whatever its mean
+    fast_but_unstable = control_row([0.5, 0.5, 0.6, 0.4], stable=False)
+    assert study.judge(spec, losing, {"a": fast_but_unstable, "b": best}).best_rule == "b"
+    assert study.judge(spec, fast_but_unstable, {"b": best}).outcome == "worse"
+
+
+def admission_row(acceptance, violation, se):
+    return {"rule": "r", "acceptance": acceptance, "acceptance_se": 0.001, "violation": violation,
+            "violation_se": se, "acceptance_ci": [acceptance - 0.002, acceptance + 0.002],
+            "violation_ci": [violation - Z95 * se, violation + Z95 * se], "stationary": True, "stability": STABLE}
+
+
+def test_admission_feasibility_is_judged_with_its_margin():
+    spec = load_spec("paper_tandem")  # eps 0.1
+    learned = admission_row(0.90, 0.095, 0.002)  # one-sided bound 0.0983 <= 0.1: feasible
+    assert study.feasible(learned, spec, strict=True)
+    assert not study.feasible(admission_row(0.9, 0.099, 0.002), spec, strict=True)  # bound 0.1023
+    rules = {"greedy": admission_row(0.95, 0.2, 0.002),  # far above eps: never the comparator
+             "total": admission_row(0.88, 0.099, 0.002)}  # not significantly above eps: a comparator
+    v = study.judge(spec, learned, rules)
+    assert v.best_rule == "total" and v.outcome == "better" and not v.difference["paired"]
+
+
+def test_compare_on_pools_includes_every_constant_action():
+    spec = load_spec("pools")
+    policy = FixedAction(2, "pool1-replicate@0")
+    rows, verdict = study.compare(policy, spec, seed=0, budget="smoke")
+    assert {f"always {a.name}" for a in spec.pools.actions} <= set(rows)
+    assert all("stability" in m for m in rows.values() if "arrivals" in m)
+    # the learned row is the constant action itself: same runs, so no better and no worse
+    same = rows["always pool1-replicate@0"]
+    assert rows["learned"]["mean_delay"] == same["mean_delay"]
+    assert verdict.outcome in ("no worse", "worse")
+    assert "verdict: learned" in study.table(rows, verdict, spec)
