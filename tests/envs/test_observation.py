@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from envs import Engine, NetworkSpec, ObservationEncoding, load_spec
+from envs import Driver, Engine, NetworkSpec, ObservationEncoding, load_spec
 
 CLASSES = {"classes": [{"name": "a", "arrival": {"dist": "poisson", "rate": 0.3,
                                                  "profile": {"period": 24, "sinusoid": {"amplitude": 0.5}}}},
@@ -64,3 +64,19 @@ def test_pool_of_servers_is_seen_sorted_with_the_total():
     np.testing.assert_array_equal(obs[:, 10], sim.jobs_in_system())
     # a job has d copies: the servers hold more copies than there are jobs
     assert (obs[:, :10].sum(1) >= obs[:, 10]).all()
+
+
+def test_observation_is_queues_busy_servers_and_the_type_signal_one_hot():
+    spec = load_spec("pools")
+    enc = ObservationEncoding.for_spec(spec)
+    assert enc.width == 2 + 2 + 3 and ObservationEncoding.from_dict(enc.to_dict()) == enc
+    driver = Driver(spec, 8, seed=0)
+    obs = driver.reset(0)
+    for _ in range(30):
+        obs, _ = driver.step(np.arange(8) % spec.num_actions)
+    eng = driver.engine
+    np.testing.assert_array_equal(obs[:, :2], eng.waiting())
+    np.testing.assert_array_equal(obs[:, 2:4], eng.busy())
+    info = eng.jobs.info[np.arange(8), eng.slot]
+    np.testing.assert_array_equal(obs[:, 4:], np.eye(3)[info])
+    assert (info < 2).all()  # a signal is always shown under knowledge {signal: q}

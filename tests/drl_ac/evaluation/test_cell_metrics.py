@@ -1,19 +1,24 @@
 """Cell metrics of the evaluation harness (drl_ac/evaluation/metrics.py): hand-computed
 values on a tiny window of outcomes, and evaluation of a periodic cell on instances
-started at spread-out phases (rows per phase bin follow the integrated rate profile)."""
+started at spread-out phases (rows per phase bin follow the integrated rate profile; the
+blocking of a loss cell with a daily profile is that of the periodic solution of its
+forward equations)."""
 
 import math
 
 import numpy as np
 import pytest
+from scipy.linalg import expm
 
 from drl_ac.evaluation.metrics import (
+    Z95,
     cell_summary,
     evaluate,
     format_metrics,
     phase_offsets,
     ratio_estimate,
 )
+from drl_ac.theory.queueing import erlang_b
 from envs import NetworkSpec, Outcomes
 from envs.rollout import accept_all
 
@@ -104,3 +109,45 @@ def test_rows_per_phase_bin_follow_the_rate_profile(bins):
     assert m["blocking_by_phase"][3 * bins // 4] > m["blocking_by_phase"][bins // 2]  # busy bin blocks more
     assert not math.isnan(m["carried_load"]) and len(m["carried_load_by_phase"]) == bins
     assert format_metrics(m).startswith(f"blocking {m['blocking']:.4f} [")  # what train.py prints for a cell
+
+
+def periodic_erlang(table, prbs: int, period: float, mean: float = 1.0) -> tuple[float, np.ndarray]:
+    """Blocking of an M(t)/M/C/C loss system whose arrival rate is ``table[j]`` on the j-th
+    equal bin of the period: the periodic solution p(t) of the forward equations dp/dt = p Q_j
+    (p(0) the fixed point of the period's transition matrix), P(full) averaged over each bin
+    (the integral of expm(Q s) from the block matrix [[Q, I], [0, 0]]), and over the period
+    weighted by the arrivals. Returns (blocking, per-bin blocking)."""
+    width, n, C = period / len(table), np.arange(prbs + 1), prbs
+    gens = []
+    for rate in table:
+        Q = np.zeros((C + 1, C + 1))
+        Q[n[:-1], n[:-1] + 1] = rate
+        Q[n[1:], n[1:] - 1] = n[1:] / mean
+        gens.append(Q - np.diag(Q.sum(1)))
+    whole = np.linalg.multi_dot([expm(Q * width) for Q in gens])
+    p = np.full(C + 1, 1.0 / (C + 1)) @ np.linalg.matrix_power(whole, 4)  # e^-40 of the start is left
+    per_bin = []
+    for Q in gens:
+        block = np.zeros((2 * (C + 1), 2 * (C + 1)))
+        block[:C + 1, :C + 1], block[:C + 1, C + 1:] = Q, np.eye(C + 1)
+        per_bin.append((p @ expm(block * width)[:C + 1, C + 1:])[C] / width)
+        p = p @ expm(Q * width)
+    rates, per_bin = np.asarray(table), np.asarray(per_bin)
+    return float((rates * per_bin).sum() / rates.sum()), per_bin
+
+
+def test_periodic_loss_cell_blocking_is_the_forward_equations():
+    # 8 PRBs, one PRB per UE, sessions Exp(1), arrival rates 2, 9, 4, 1 on the quarters of a
+    # period of 40: the busy quarter blocks 27%, the day 16%, arrival-weighted
+    table = [2.0, 9.0, 4.0, 1.0]
+    assert periodic_erlang([5.0] * 4, 8, 40.0)[0] == pytest.approx(erlang_b(8, 5.0), rel=1e-9)  # constant: Erlang B
+    blocking, per_bin = periodic_erlang(table, 8, 40.0)
+    assert blocking == pytest.approx(0.15978, abs=1e-5) and per_bin[1] == pytest.approx(0.26563, abs=1e-5)
+    spec = NetworkSpec.from_dict({"name": "day", "eps": 0.02, "cell": {"prbs": 8, "types": [
+        {"name": "ue", "arrival": {"dist": "poisson", "profile": {"period": 40.0, "table": table}},
+         "session": {"dist": "exponential", "mean": 1.0}, "prbs": 1}]}})
+    m = evaluate(accept_all, spec, arrivals=30_000, num_envs=100, seed=5, bins=4)
+    for est, ci, truth, label in ((m["blocking"], m["blocking_ci"], blocking, "the period"),
+                                  (m["blocking_by_phase"][1], m["blocking_by_phase_ci"][1], per_bin[1], "busy quarter")):
+        se = (ci[1] - ci[0]) / (2 * Z95)
+        assert abs(est - truth) < 4 * se, f"{label}: simulated {est:.5f} +- {se:.5f}, exact {truth:.5f}"

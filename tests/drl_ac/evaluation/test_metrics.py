@@ -1,13 +1,63 @@
-"""Paired comparison of two policies on common random numbers (metrics.paired_difference)."""
+"""evaluate() against exact mean response times (each server of redundancy d = 1 on PS
+servers an M/G/1-PS queue; full replication on two pools an M/M/1 queue), and the paired
+comparison of two policies on common random numbers (metrics.paired_difference)."""
 
 import math
 
 import numpy as np
 import pytest
+import yaml
 
 from drl_ac.evaluation.metrics import Z95, evaluate, paired_difference
-from drl_ac.theory.redundancy import gardner_fcfs_mean_response
+from drl_ac.evaluation.selection import ConstantAction
+from drl_ac.theory.pools import PoolsModel, PoolsPolicy, server_time, stability_bound
+from drl_ac.theory.redundancy import gardner_fcfs_mean_response, stability_threshold
 from envs import NetworkSpec
+from envs.spec import SCENARIO_DIR
+
+
+def scenario(name: str, **changes) -> NetworkSpec:
+    cfg = yaml.safe_load((SCENARIO_DIR / f"{name}.yaml").read_text())
+    for key, value in changes.items():
+        block, _, field = key.rpartition("__")
+        (cfg[block] if block else cfg)[field] = value
+    return NetworkSpec.from_dict(cfg)
+
+
+def assert_mean_delay(m: dict, truth: float, label: str) -> None:
+    se = (m["mean_delay_ci"][1] - m["mean_delay_ci"][0]) / (2 * Z95)
+    assert abs(m["mean_delay"] - truth) < 4 * se, f"{label}: {m['mean_delay']:.4f} +- {se:.4f}, exact {truth:.4f}"
+
+
+def test_redundancy_d1_on_ps_servers_is_n_mg1_ps_queues():
+    # redundancy_ps with d = 1 at rate 5: each of the 10 PS servers gets Poisson(0.5) jobs
+    # of size S Y (E[S] = E[Y] = 1, scv 4 and 0.5: far from exponential); an M/G/1-PS
+    # queue's mean response is E[X] / (1 - rho) whatever the law (insensitivity): 2
+    spec = scenario("redundancy_ps", redundancy__d=[1])
+    red = spec.redundancy
+    assert stability_threshold(10, 1, red.copies, size=red.size, scale=red.scale, factor=red.factor) == \
+        pytest.approx(10.0)  # lambda*(d = 1) = N / E[X]: rate 5 is load 0.5
+    m = evaluate(ConstantAction(0), spec, arrivals=20_000, num_envs=100, warmup=500, seed=1)
+    assert_mean_delay(m, 1.0 / (1 - 0.5), "d = 1, M/G/1-PS per server")
+
+
+@pytest.mark.parametrize("rate", [0.5, 0.8])
+def test_full_replication_on_two_pools_is_one_mm1_queue(rate):
+    # pools: one server per pool, sizes X ~ Exp(1) kept on a restart, each type at speed 1
+    # on one pool and 0.1 on the other. Full replication (a copy in both queues on arrival):
+    # both FIFO queues hold the same jobs in the same order, both servers start a job
+    # together and the fast copy ends it after X: an M/M/1 queue with mu = 1, whatever the
+    # signal says; E[T] = 1 / (1 - lam). The formula's bound is then mu = 1.
+    spec = scenario("pools", arrival={"dist": "exponential", "rate": rate}, pools__timer="arrival",
+                    pools__actions=[{"pool": "auto", "policy": "replicate", "tau": 0.0}])
+    pools = spec.pools
+    policy = PoolsPolicy(knowledge=pools.knowledge, q=pools.q, f=pools.f, assignment=pools.assign,
+                         p_split=pools.p_split, action="replicate", tau=0.0, restart=pools.restart)
+    model = PoolsModel(pools.p, pools.speeds, pools.servers)
+    assert stability_bound(model, policy, pools.size) == pytest.approx(1.0)
+    assert server_time(model, policy, pools.size) == pytest.approx([1.0, 1.0])  # both busy for all of X
+    m = evaluate(ConstantAction(0), spec, arrivals=20_000, num_envs=100, warmup=500, seed=2)
+    assert_mean_delay(m, 1.0 / (1 - rate), f"full replication at rate {rate}, M/M/1")
 
 
 def _run(delay, accepted):

@@ -1,0 +1,75 @@
+"""drl_ac/evaluation/calibration.py: the one-sided upper bound on a hand-computed binomial
+case, and a calibrated bias that really keeps the violation <= eps: on an M/M/1 queue with
+a deadline, a Q-network whose advantage falls with the queue makes every bias a threshold
+policy, whose exact violation ``drl_ac.theory.mmc_admission`` gives."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from drl_ac.checkpoint import LoadedPolicy
+from drl_ac.evaluation.calibration import calibrate_bias, upper_bound
+from drl_ac.evaluation.metrics import summarize
+from drl_ac.learning.qnet import QNetwork
+from drl_ac.theory.mmc_admission import threshold_policy
+from envs import ObservationEncoding, Outcomes, load_spec
+
+
+def binomial(n: int, violated: int) -> Outcomes:
+    """n instances with one accepted job each, the first ``violated`` of them late."""
+    f, i = np.zeros(n), np.zeros(n, np.int64)
+    ok = np.arange(n) >= violated
+    return Outcomes(np.arange(n), i, np.ones(n, np.int64), np.ones(n, bool), ok, f, f, f, f, i, f, i,
+                    np.zeros((n, 1)), np.zeros((n, 1)))
+
+
+def test_upper_bound_of_a_binomial_by_hand():
+    # 5 late of 100, one per instance: p = 0.05, se = sqrt(p (1 - p) / 99) = 0.0219043 over
+    # clusters; the one-sided 95% bound adds z = 1.6448536 of it: 0.0860294
+    m = summarize(binomial(100, 5), 100)
+    assert m["violation"] == pytest.approx(0.05)
+    assert m["violation_se"] == pytest.approx(math.sqrt(0.05 * 0.95 / 99))
+    assert upper_bound(m, 0.95) == pytest.approx(0.0860294, abs=1e-7)
+    assert upper_bound(m, 0.975) == pytest.approx(0.05 + 1.959964 * 0.0219043, abs=1e-6)
+    assert upper_bound(m, 0.5) == pytest.approx(0.05)
+    assert upper_bound({"violation": 0.0, "violation_se": 0.0}, 0.95) == 0.0
+
+
+def queue_section(spec) -> dict:
+    """Admission by a linear Q-network on the jobs waiting w: Q = (0, -log1p(w)). A bias b
+    accepts iff w <= expm1(-b): a threshold on the jobs present."""
+    net = QNetwork(1, torch.ones(1), hidden=(), num_actions=2)
+    with torch.no_grad():
+        net.body[0].weight.copy_(torch.tensor([[0.0], [-1.0]]))
+        net.body[0].bias.zero_()
+    return {"obs_dim": 1, "num_actions": 2, "admission": True, "hidden": [], "scale": torch.ones(1),
+            "state_dict": net.state_dict(), "encoding": ObservationEncoding.for_spec(spec).to_dict()}
+
+
+def threshold_of(section: dict) -> int:
+    """K such that the policy accepts iff fewer than K jobs are present (one server:
+    w = n - 1 jobs wait when n >= 1 are present)."""
+    accepts = LoadedPolicy(section)(np.arange(200, dtype=np.float32)[:, None]) == 1
+    waiting = int(np.argmin(accepts))
+    assert accepts[:waiting].all() and not accepts[waiting:].any()
+    return waiting + 1
+
+
+def test_calibrated_bias_keeps_the_exact_violation_below_eps():
+    # mmc_c1: M/M/1, lam 0.9, mu 1, deadline 8 on the sojourn, eps 0.1. Exact violations of
+    # "accept iff n < K": K = 7: 0.0747, K = 8: 0.1065, so K = 7 is the most accepting
+    # threshold within eps.
+    spec = load_spec("mmc_c1")
+    exact = {K: threshold_policy(K, 1, 1.0, 0.9, 8.0).violation for K in (7, 8)}
+    assert exact[7] == pytest.approx(0.0747, abs=1e-4) and exact[8] == pytest.approx(0.1065, abs=1e-4)
+    section = queue_section(spec)
+    assert threshold_of(section) == 2  # bias 0: accept with nobody waiting
+    bias, m = calibrate_bias(section, spec, spec.eps, arrivals=20_000, seed=555, num_envs=100)
+    calibrated = {**section, "bias": bias}
+    K = threshold_of(calibrated)
+    assert m["violation_upper"] <= spec.eps and m["violation_upper"] == pytest.approx(upper_bound(m, 0.95))
+    assert threshold_policy(K, 1, 1.0, 0.9, 8.0).violation <= spec.eps  # the real violation, not the estimate
+    assert K == 7, (bias, m["violation"], m["violation_se"])  # and the most accepting such threshold
+    assert abs(m["violation"] - exact[7]) < 4 * m["violation_se"]  # the estimate is that policy's
