@@ -8,6 +8,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from envs.registration import check_render_mode, split_options
 from envs.spec import NetworkSpec, load_spec
 from envs.vector_env import AdmissionVectorEnv
 
@@ -15,18 +16,35 @@ from envs.vector_env import AdmissionVectorEnv
 class AdmissionEnv(gym.Env):
     """One instance of the vector environment; same observations, rewards and info.
 
-    Registered on ``import envs`` (``gymnasium.make("drl_ac/PaperTandem-v0")`` needs that import).
+    Registered on ``import envs`` for every packaged scenario (``envs.registration``):
+    ``gymnasium.make("drl_ac/PaperTandem-v0", lam=8, horizon=1000)``. Options: the
+    environment's (``horizon``: truncate after that many steps; ``include_in_service``;
+    ``capacity``, ``max_jobs``, ``max_bytes``, ``exact_counterfactual``) and spec fields
+    (``d_ub``, ``delay``, ``eps``, ``lam``, ``name``); anything else is refused by name.
+
+    ``lam`` is the fixed multiplier of the rewards: the scenario's, or 1.0 with a warning
+    when the scenario leaves it to automatic tuning (which a plain env cannot do, so
+    ``lam="auto"`` is refused). ``spec_network`` is the simulated system (Gymnasium owns
+    ``spec``).
     """
 
     metadata = {"render_modes": []}
 
-    def __init__(self, scenario: str | Path | NetworkSpec = "paper_tandem", include_in_service: bool = False,
-                 **overrides: Any):
+    def __init__(self, scenario: str | Path | NetworkSpec = "paper_tandem", render_mode: str | None = None,
+                 **options: Any):
+        check_render_mode(render_mode)
+        env_kwargs, overrides = split_options(options, "the environment")
         spec = load_spec(scenario, **overrides)
-        self._vec = AdmissionVectorEnv(spec, 1, include_in_service=include_in_service)
+        self._vec = AdmissionVectorEnv(spec, 1, lam=overrides.get("lam"), **env_kwargs)
         self.spec_network = spec
+        self.render_mode = None
         self.observation_space = self._vec.single_observation_space
         self.action_space = self._vec.single_action_space
+
+    @property
+    def lam(self) -> float:
+        """The Lagrange multiplier the rewards are paid with."""
+        return self._vec.lam
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)

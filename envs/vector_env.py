@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from envs.bounds import observation_high
 from envs.driver import Driver
+from envs.errors import SpecError, as_finite
 from envs.observation import ObservationEncoding
 from envs.outcomes import Outcomes
 from envs.reward import reward_rule
@@ -33,6 +37,10 @@ class AdmissionVectorEnv(VectorEnv):
     The task is continuing: no termination. With ``horizon`` every instance is truncated
     after that many steps and restarts empty on the next ``step`` (next-step autoreset).
     ``reset(options={"reset_mask": mask})`` empties only the masked instances.
+
+    ``lam``: the fixed Lagrange multiplier the rewards are paid with (``fixed_multiplier``).
+    ``spec`` is the simulated system (a ``NetworkSpec``); the Gymnasium registry record that
+    ``gymnasium.make_vec`` assigns to ``spec`` is kept as ``env_spec``.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -43,17 +51,43 @@ class AdmissionVectorEnv(VectorEnv):
         self.spec = spec
         self.num_envs = int(num_envs)
         self.horizon = horizon
-        self.lam = float(lam if lam is not None else (spec.lam if spec.lam is not None else 1.0))
+        self.lam = fixed_multiplier(spec, lam)
         self.driver = Driver(spec, self.num_envs, seed=seed,
                              encoding=ObservationEncoding.for_spec(spec, include_in_service), **engine_options)
         self._reward = reward_rule(spec)
         width = self.driver.encoding.width
-        self.single_observation_space = gym.spaces.Box(0.0, np.inf, (width,), np.float32)
+        high = observation_high(spec, self.driver.encoding, self.driver.engine.max_jobs)
+        self.single_observation_space = gym.spaces.Box(np.zeros(width, np.float32), high, (width,), np.float32)
         self.single_action_space = gym.spaces.Discrete(spec.num_actions)
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, self.num_envs)
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, self.num_envs)
         self._needs_reset = False
         self._episode_step = 0
+
+    # Gymnasium's VectorEnv reserves ``spec`` for its registry record and make_vec assigns it;
+    # this project's ``spec`` has always been the system, which rewards read.
+    env_spec: EnvSpec | None = None
+
+    @property
+    def spec(self) -> NetworkSpec:
+        """The simulated system."""
+        return self._network
+
+    @spec.setter
+    def spec(self, value: NetworkSpec | EnvSpec) -> None:
+        if isinstance(value, EnvSpec):
+            self.env_spec = value
+        else:
+            self._network = value
+
+    @property
+    def spec_network(self) -> NetworkSpec:
+        """The simulated system (the single env's name for it)."""
+        return self._network
+
+    def __repr__(self) -> str:
+        name = self.env_spec.id if self.env_spec is not None else self._network.name
+        return f"{type(self).__name__}({name}, num_envs={self.num_envs})"
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         mask = (options or {}).get("reset_mask")
@@ -85,3 +119,26 @@ class AdmissionVectorEnv(VectorEnv):
         is paid per step, for the UE arriving at ``step`` and the drops since (``envs.reward``):
         the system computes them (``System.step_rewards``)."""
         return self.spec.system.step_rewards(done, actions, step, self._reward, self.lam, self.num_envs)
+
+
+def fixed_multiplier(spec: NetworkSpec, lam: float | str | None) -> float:
+    """The Lagrange multiplier a Gymnasium environment pays its rewards with: ``lam`` if
+    given, else the scenario's. A scenario without one leaves it to automatic tuning, which
+    needs a learner (``experiments/train.py``); the environment then pays with 1.0 and says
+    so once (a warning), where the reward reads the multiplier."""
+    if isinstance(lam, str) and lam.strip().lower() == "auto":
+        raise SpecError("lam", "'auto' needs a learner that tunes the multiplier as it trains "
+                        "(experiments/train.py does); a Gymnasium environment pays a fixed one",
+                        "give a number (e.g. lam=8, paper_tandem's), or leave lam out for the scenario's own")
+    if lam is not None:
+        value = as_finite(lam, "lam", "give a finite number >= 0")
+        if value < 0:
+            raise SpecError("lam", f"must be >= 0, got {lam!r}", "give a finite number >= 0")
+        return value
+    if spec.lam is not None:
+        return float(spec.lam)
+    if spec.system.kind != "control":  # admission and loss rewards read the multiplier
+        warnings.warn(f"{spec.name}: the scenario fixes no lam (it leaves the multiplier to automatic "
+                      "tuning), so the environment pays its rewards with lam=1.0. Pass lam=<number> "
+                      "to choose it; env.unwrapped.lam reports it.", UserWarning, stacklevel=3)
+    return 1.0
