@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,39 @@ from envs.spec import NetworkSpec, load_spec
 from envs.vector_env import AdmissionVectorEnv
 
 
+class Rows(Mapping):
+    """The instance's outcome rows of a step (``info["completed"]``): a read-only mapping of
+    equal-length arrays, like the vector env's dict. Not a dict, so that Gymnasium's
+    ``SyncVectorEnv``/``AsyncVectorEnv`` (``make_vec`` sync and async) keep one per instance in
+    an object array instead of stacking arrays whose lengths differ between instances."""
+
+    def __init__(self, columns: dict[str, np.ndarray]):
+        self._columns = columns
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self._columns[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._columns)
+
+    def __len__(self) -> int:
+        return len(self._columns)
+
+    def __repr__(self) -> str:
+        return f"Rows({self._columns!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return self.keys() == other.keys() and all(
+            np.array_equal(v, other[k], equal_nan=np.asarray(v).dtype.kind == "f") for k, v in self.items())
+
+    __hash__ = None  # mutable arrays inside
+
+
 class AdmissionEnv(gym.Env):
-    """One instance of the vector environment; same observations, rewards and info.
+    """One instance of the vector environment; same observations, rewards and info (its
+    ``completed`` rows as a ``Rows`` mapping).
 
     Registered on ``import envs`` for every packaged scenario (``envs.registration``):
     ``gymnasium.make("drl_ac/PaperTandem-v0", lam=8, horizon=1000)``. Options: the
@@ -49,9 +81,10 @@ class AdmissionEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         # Draw the simulator's seed from gymnasium's generator so reset(seed) is reproducible.
-        obs, info = self._vec.reset(seed=int(self.np_random.integers(2**63 - 1)))
-        return obs[0], info
+        obs, _ = self._vec.reset(seed=int(self.np_random.integers(2**63 - 1)))
+        return obs[0], {}
 
     def step(self, action):
         obs, reward, terminated, truncated, info = self._vec.step(np.array([int(action)]))
-        return obs[0], float(reward[0]), bool(terminated[0]), bool(truncated[0]), info
+        return obs[0], float(reward[0]), bool(terminated[0]), bool(truncated[0]), \
+            {"completed": Rows(info.get("completed", {}))}
