@@ -73,13 +73,16 @@ def check_render_mode(render_mode: Any) -> None:
 
 def split_options(options: Mapping[str, Any], where: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Split keyword options into the environment's (``ENV_OPTIONS``) and spec overrides
-    (``SPEC_FIELDS``); any other name is refused, naming it and the accepted ones."""
+    (``SPEC_FIELDS``); any other name is refused, naming it and the accepted ones. A spec
+    field given as None is left out: the scenario's value stands (``with_overrides`` would
+    read ``lam=None`` as "clear the multiplier")."""
     env_kwargs, overrides = {}, {}
     for key, value in options.items():
         if key in ENV_OPTIONS:
             env_kwargs[key] = value
         elif key in SPEC_FIELDS:
-            overrides[key] = value
+            if value is not None:
+                overrides[key] = value
         else:
             guess = did_you_mean(key, ENV_OPTIONS + SPEC_FIELDS)
             hint = f"did you mean '{guess}'? " if guess else ""

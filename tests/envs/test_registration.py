@@ -141,6 +141,7 @@ def test_the_multiplier_is_said():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert gym.make("drl_ac/PaperTandem-v0").unwrapped.lam == 8.0
+        assert envs.make_vector("paper_tandem", 2, lam=None).lam == 8.0  # None: not given
         assert gym.make("drl_ac/Tandem-v0", lam=3).unwrapped.lam == 3.0
         assert gym.make("drl_ac/Pools-v0").unwrapped.lam == 1.0  # response time: the reward ignores lam
     with pytest.warns(UserWarning, match="tandem: the scenario fixes no lam.*lam=1.0"):

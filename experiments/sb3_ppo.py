@@ -1,0 +1,78 @@
+"""Train Stable-Baselines3's PPO on the batched simulator (envs.sb3) and judge it with the
+project's evaluation harness, e.g. beside experiments/train.py at the same wall time.
+
+    python experiments/sb3_ppo.py --seconds 150                # paper_tandem (lam 8), 256 instances
+    python experiments/sb3_ppo.py --scenario tandem --lam 8 --steps 2000000 --save runs/ppo.zip
+
+PPO maximises the discounted reward at a fixed multiplier (``--lam``, default the
+scenario's; 1.0 with a warning where the scenario has none): unlike train.py's default the
+multiplier is not tuned and the acceptance is not calibrated. Prints train.py's
+final-evaluation line (on fresh seeds) and the acceptance's 95% interval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import BaseCallback
+
+import envs.sb3
+from drl_ac.cli import HelpFormatter
+from drl_ac.evaluation.metrics import evaluate, format_metrics
+
+
+class _WallClock(BaseCallback):
+    """Stops learning after ``seconds`` of wall time (checked every step)."""
+
+    def __init__(self, seconds: float):
+        super().__init__()
+        self.deadline = time.perf_counter() + seconds
+
+    def _on_step(self) -> bool:
+        return time.perf_counter() < self.deadline
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    p.add_argument("--scenario", default="paper_tandem", help="registered scenario name or YAML path")
+    p.add_argument("--num-envs", type=int, default=256, help="instances stepped in one batch")
+    p.add_argument("--steps", type=int, default=10**9, help="decisions over all instances")
+    p.add_argument("--seconds", type=float, default=None, help="stop training after this wall time")
+    p.add_argument("--lam", type=float, default=None, help="fixed multiplier (default: the scenario's)")
+    p.add_argument("--n-steps", type=int, default=64, help="PPO rollout length per instance")
+    p.add_argument("--batch-size", type=int, default=4096, help="PPO minibatch")
+    p.add_argument("--epochs", type=int, default=4, help="PPO epochs per rollout")
+    p.add_argument("--gamma", type=float, default=0.99, help="discount")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    p.add_argument("--eval-arrivals", type=int, default=200_000, help="decisions in the final evaluation")
+    p.add_argument("--save", default=None, help="write the model here (.zip)")
+    args = p.parse_args(argv)
+    if args.seconds is None and args.steps == p.get_default("steps"):
+        p.error("give --steps or --seconds")
+    torch.set_num_threads(args.threads)
+    venv = envs.sb3.make(args.scenario, args.num_envs, seed=args.seed, lam=args.lam)
+    model = PPO("MlpPolicy", venv, n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=args.epochs,
+                gamma=args.gamma, seed=args.seed, device="cpu")
+    start = time.perf_counter()
+    model.learn(args.steps, callback=_WallClock(args.seconds) if args.seconds else None)
+    wall = time.perf_counter() - start
+    print(f"PPO: {model.num_timesteps} decisions in {wall:.1f} s ({model.num_timesteps / wall:,.0f}/s), "
+          f"lam {venv.env.lam:g}")
+    if args.save:
+        model.save(args.save)
+    spec = venv.env.spec
+    metrics = evaluate(lambda obs: model.predict(obs, deterministic=True)[0], spec,
+                       arrivals=args.eval_arrivals, seed=args.seed + 10_000)
+    print(f"final evaluation ({spec.name}, eps {spec.eps}): {format_metrics(metrics)}")
+    if "acceptance_ci" in metrics:
+        lo, hi = metrics["acceptance_ci"]
+        print(f"acceptance {metrics['acceptance']:.4f} [{lo:.4f}, {hi:.4f}]")
+    return {**metrics, "decisions": model.num_timesteps, "train_seconds": wall}
+
+
+if __name__ == "__main__":
+    main()
