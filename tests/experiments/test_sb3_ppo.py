@@ -23,7 +23,14 @@ def test_a_tiny_run_trains_evaluates_and_saves(tmp_path, capsys):
     text = capsys.readouterr().out
     assert out["decisions"] >= 2048 and 0.0 <= out["acceptance"] <= 1.0 and out["arrivals"] >= 2000
     assert "final evaluation (paper_tandem, eps 0.1): violation" in text and "lam 8" in text
-    assert (tmp_path / "ppo.zip").is_file()
+    assert (tmp_path / "ppo.zip").is_file() and (tmp_path / "ppo.pkl").is_file()
+
+
+def test_raw_observations_on_request(capsys):
+    out = load_script().main(["--steps", "512", "--num-envs", "16", "--n-steps", "32", "--batch-size", "256",
+                              "--epochs", "1", "--eval-arrivals", "1000", "--no-normalize", "--scenario", "tandem",
+                              "--lam", "3"])
+    assert out["decisions"] >= 512 and "lam 3" in capsys.readouterr().out
 
 
 def test_a_budget_is_required():
