@@ -1,8 +1,11 @@
 """The batched simulator as a Stable-Baselines3 ``VecEnv``, so SB3 trains on it as is:
 
     from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecNormalize
     import envs.sb3
-    model = PPO("MlpPolicy", envs.sb3.make("paper_tandem", 256)).learn(200_000)
+    model = PPO("MlpPolicy", VecNormalize(envs.sb3.make("paper_tandem", 256)), n_steps=64).learn(10**6)
+
+(normalised: raw, PPO drifts to accepting every job on paper_tandem; docs/gymnasium.md).
 
 SB3's own ``DummyVecEnv`` over ``gymnasium.make`` steps one Python env per instance; this
 adapter steps all instances in one call of ``envs.AdmissionVectorEnv`` (hundreds of times
