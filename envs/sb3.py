@@ -24,7 +24,7 @@ import numpy as np
 try:
     from stable_baselines3.common.vec_env import VecEnv
     from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvStepReturn
-except ImportError as exc:  # pragma: no cover - exercised in a test by hiding the package
+except ImportError as exc:  # tests/envs/test_sb3.py hides the package to check this message
     raise ImportError("envs.sb3 needs Stable-Baselines3, an optional dependency. Fix: "
                       "pip install 'drl_ac[dev]' (or pip install stable-baselines3).") from exc
 
