@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import time
+from collections.abc import Callable
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -13,3 +16,13 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefau
         if action.default is None or "default" in text:
             return text
         return super()._get_help_string(action)
+
+
+def progress_printer(quiet: bool) -> Callable[[str], None]:
+    """``say(text)``: one line to stderr with the seconds since it was made (nothing when quiet)."""
+    t0 = time.perf_counter()
+
+    def say(text: str) -> None:
+        if not quiet:
+            print(f"[{time.perf_counter() - t0:6.0f} s] {text}", file=sys.stderr, flush=True)
+    return say

@@ -409,7 +409,7 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"[{time.perf_counter() - t_start:6.1f} s] {text}", file=sys.stderr, flush=True)
 
     spec = scenario_spec(args.scenario, args.eps)
-    if spec.cell is None:
+    if spec.system.name != "cell":
         sys.exit(f"error: {args.scenario} is not a cell. Fix: give a scenario with a 'cell:' block.")
     out = args.out
     work = out / "work"

@@ -22,12 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 from drl_ac import study
 from drl_ac.checkpoint import CheckpointError, finite_json, load_policy
-from drl_ac.cli import HelpFormatter
+from drl_ac.cli import HelpFormatter, progress_printer
 from drl_ac.evaluation.metrics import evaluate, format_metrics
 from drl_ac.evaluation.tabular import train_tabular
 from envs import NetworkSpec, SpecError, available_scenarios, load_spec
@@ -119,16 +118,6 @@ def format_cell_table(rows: list[dict], spec) -> str:
     per_type += ["| " + r["policy"] + " | " + " | ".join(
         f"{b:.4f}, {d:.4f}" for b, d in zip(r["blocking_by_type"], r["dropping_by_type"], strict=True)) + " |" for r in rows]
     return "\n".join([head, *lines, *per_type])
-
-
-def progress_printer(quiet: bool):
-    """``say(text)``: one line to stderr with the elapsed time (nothing when quiet)."""
-    t0 = time.perf_counter()
-
-    def say(text: str) -> None:
-        if not quiet:
-            print(f"[{time.perf_counter() - t0:6.1f} s] {text}", file=sys.stderr, flush=True)
-    return say
 
 
 def paper_lam(spec, policy) -> float:

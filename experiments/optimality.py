@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for i, scenario in enumerate(args.scenarios):
         # a share of the slot, less what calibration and evaluation take after training
         deadline = None if share is None else t0 + (i + 1) * share - max(30.0, 0.15 * share)
-        if load_spec(scenario).cell is not None:
+        if load_spec(scenario).system.name == "cell":
             r = compare_cell(scenario, args.steps, args.cell_envs, args.cell_updates, args.seed, args.arrivals,
                              deadline)
             rows.append(r)

@@ -35,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ from drl_ac.checkpoint import (
     save_policy_folder,
     write_json,
 )
-from drl_ac.cli import HelpFormatter
+from drl_ac.cli import HelpFormatter, progress_printer
 from drl_ac.evaluation.calibration import calibrated_section
 from drl_ac.evaluation.metrics import evaluate, format_metrics
 from drl_ac.learning.learner import LearnerConfig
@@ -375,7 +376,9 @@ def run(args: argparse.Namespace, given: set[str] | None = None) -> dict:
         raise Interrupted(f"interrupted at {trainer.decisions:,} of {config.steps:,} decisions; saved {ckpt}. "
                           f"Resume with: {resume_command(ckpt, args, given)}")
     try:
-        metrics, exported, section = finish(trainer, args, out)
+        say = progress_printer(args.quiet)
+        tuned = study.tune_rules(trainer.spec, config.seed, args.compare, say) if args.compare != "off" else None
+        metrics, exported, section = finish(trainer, args, out, tuned, say)
     except KeyboardInterrupt:
         logger.finish()
         raise Interrupted(f"interrupted after training; {ckpt} holds the trained run. Evaluate and export it with: "
@@ -384,23 +387,18 @@ def run(args: argparse.Namespace, given: set[str] | None = None) -> dict:
     spec = trainer.spec
     print(f"final evaluation ({spec.name}, {spec.system.headline.text(spec.eps)}): {format_metrics(metrics, spec)}")
     print(f"wrote {out / 'policy.pt'}, {', '.join(map(str, exported))}, {out / 'metrics.json'}, {ckpt}")
-    if args.compare != "off":
-        comparison = compare_with_rules(LoadedPolicy(section), spec, config.seed, args.compare, out, args.quiet)
+    if tuned is not None:
+        comparison = compare_with_rules(LoadedPolicy(section), spec, config.seed, args.compare, out, tuned, say)
         metrics["verdict"] = comparison["verdict"]
     return metrics
 
 
 def compare_with_rules(policy: LoadedPolicy, spec: NetworkSpec, seed: int, budget: str, out: Path,
-                       quiet: bool) -> dict:
-    """The study's comparison (``drl_ac.study.compare``): tuned rules against the policy in steady
-    state; the table and the verdict line to stdout, everything to OUT/comparison.json."""
+                       tuned: dict, say: Callable[[str], None]) -> dict:
+    """The study's comparison (``drl_ac.study.compare``): the tuned rules against the policy in
+    steady state; the table and the verdict line to stdout, everything to OUT/comparison.json."""
     t0 = time.perf_counter()
-
-    def say(text: str) -> None:
-        if not quiet:
-            print(f"[compare {time.perf_counter() - t0:5.0f} s] {text}", file=sys.stderr, flush=True)
-
-    rows, verdict = study.compare(policy, spec, seed, budget, progress=say)
+    rows, verdict = study.compare(policy, spec, seed, budget, progress=say, tuned=tuned)
     comparison = {"scenario": spec.name, "budget": budget, "seed": seed, "seconds": time.perf_counter() - t0,
                   "verdict": verdict.to_dict(), "rows": study.json_rows(rows)}
     write_json(out / "comparison.json", comparison)
@@ -409,8 +407,11 @@ def compare_with_rules(policy: LoadedPolicy, spec: NetworkSpec, seed: int, budge
     return comparison
 
 
-def finish(trainer: Trainer, args: argparse.Namespace, out: Path) -> tuple[dict, list[Path], dict]:
-    """Calibrate (when asked or when lam is automatic), evaluate and write the policy files."""
+def finish(trainer: Trainer, args: argparse.Namespace, out: Path, tuned: dict | None,
+           say: Callable[[str], None]) -> tuple[dict, list[Path], dict]:
+    """Calibrate (when asked or when lam is automatic), guard a control policy by the best
+    constant action (when rules were ``tuned``: ``drl_ac.study.guard``), evaluate and write the
+    policy files."""
     config = trainer.config
     if args.calibrate == "on" or (args.calibrate == "auto" and trainer.auto_lam):
         section = calibrated_section(trainer, trainer.spec.eps, arrivals=args.eval_arrivals)
@@ -420,6 +421,9 @@ def finish(trainer: Trainer, args: argparse.Namespace, out: Path) -> tuple[dict,
               f"({cal['arrivals']} arrivals)", file=sys.stderr)
     else:
         section = trainer.policy_section()
+    default = study.best_constant(trainer.spec, tuned) if tuned and trainer.spec.system.kind == "control" else None
+    if default is not None:
+        section, _ = study.guard(section, trainer.spec, default, config.seed, args.compare, progress=say)
     policy = LoadedPolicy(section)
     metrics = evaluate(policy, trainer.spec, arrivals=args.eval_arrivals, seed=config.seed + 10_000)
     metrics.update({"lam": trainer.lam, "rbar": float(trainer.learner.rbar), "decisions": trainer.decisions,

@@ -64,7 +64,7 @@ def calibrate_bias(section: dict, spec: NetworkSpec, target: float, arrivals: in
             driver.engine.set_state(warmed)
             done, _ = collect(driver, policy, steps, settle)
             out = {**summarize(done, num_envs), "warmup_steps": warmup + settle}
-            return out if spec.cell is None else {**out, **cell_summary(done, num_envs, spec.num_classes)}
+            return out if spec.system.name != "cell" else {**out, **cell_summary(done, num_envs, spec.num_classes)}
 
     def run(bias: float) -> dict:
         m = evaluated(LoadedPolicy({**section, "bias": bias}))

@@ -207,7 +207,7 @@ def relaxation_time(spec: NetworkSpec) -> float:
     """Warm-up time of a periodic system from an empty start: 10 mean sessions of the
     longest-holding UE type for a cell, else 10 mean end-to-end service times (at least
     1/100 of the period, at most the period)."""
-    if spec.cell is not None:
+    if spec.system.name == "cell":
         hold = max(t.session.mean for t in spec.cell.types)
     else:
         hold = float(spec.visit_ratios() @ np.array([s.service.mean for s in spec.stations]))
@@ -226,9 +226,7 @@ def instances(arrivals: int, num_envs: int) -> int:
 def engine_options(spec: NetworkSpec, max_jobs: int | None = None) -> dict:
     """The engine settings of an evaluation of ``spec``."""
     options = {} if max_jobs is None else {"max_jobs": int(max_jobs)}
-    if spec.cell is not None:
-        options["probes"] = False  # its measures never read a blocked UE's counterfactual
-    return options
+    return {**options, **spec.system.engine_options()}  # a cell: no probes (its measures never read them)
 
 
 def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: int = 10_000,
@@ -263,14 +261,14 @@ def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: i
     num_envs = instances(arrivals, num_envs)
     encoding = getattr(policy, "encoding", None)
     options = engine_options(spec, max_jobs)
-    period = spec.period
+    period, cell = spec.period, spec.system.name == "cell"
     if period is not None:
         start = phase_offsets(period, num_envs, seed)
         driver = Driver(spec, num_envs, seed=seed, encoding=encoding, start=start, **options)
         wait = relaxation_time(spec) if warmup == "auto" else float(warmup)
         quantum = period / num_envs
         length = quantum * max(1, math.ceil(arrivals / (num_envs * spec.arrival_rate) / quantum))
-        sample = _prbs_in_use if spec.cell is not None else None
+        sample = _prbs_in_use if cell else None
         done, occupancy, entered = collect_time(driver, policy, start + wait, start + wait + length, sample)
         out = {**summarize(done, num_envs, True, per_instance), "warmup_steps": entered, "warmup_time": wait,
                "window_time": length}
@@ -279,14 +277,14 @@ def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: i
         steps = math.ceil(arrivals / num_envs)
         warmup_steps = warm_up(driver, policy) if warmup == "auto" else int(warmup)
         done, seen = collect(driver, policy, steps, 0 if warmup == "auto" else warmup_steps,
-                             record_obs=spec.cell is not None)
+                             record_obs=cell)
         out = {**summarize(done, num_envs, per_instance=per_instance), "warmup_steps": warmup_steps}
         occupancy = None
-        if spec.cell is not None:  # PRBs in use at every decision of the window
+        if cell:  # PRBs in use at every decision of the window
             used = driver.encoding.cell_layout().prbs_in_use(seen.reshape(-1, seen.shape[-1]))
             env = np.tile(np.arange(num_envs), seen.shape[0])
             occupancy = (env, np.zeros(env.size), used.astype(float))
-    if spec.cell is not None:
+    if cell:
         out["objective"], out["objective_ci"] = math.nan, [math.nan, math.nan]  # unscored blocks: see blocking
         out.update(cell_summary(done, num_envs, spec.num_classes, period, bins, occupancy, ordered=period is not None))
     return out

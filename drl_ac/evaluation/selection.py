@@ -24,22 +24,13 @@ import torch
 
 from drl_ac.checkpoint import LoadedPolicy, build_qnet
 from drl_ac.learning.trainer import TrainConfig, Trainer
+from drl_ac.rules.tuning import ConstantAction
 from envs import Driver, NetworkSpec
 from envs.engine import CapacityError
 from envs.rollout import collect
 
 Policy = Callable[[np.ndarray], np.ndarray]
 TUNING, VALIDATION, EVALUATION = 777, 555, 10_000  # seed offsets: rules tuned, learner chosen, all compared
-
-
-@dataclass(frozen=True)
-class ConstantAction:
-    """The same action for every job (a fixed d, a fixed pool and timer)."""
-
-    action: int
-
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        return np.full(obs.shape[0], self.action, np.int64)
 
 
 @dataclass(frozen=True)

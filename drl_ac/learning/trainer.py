@@ -251,7 +251,7 @@ class Trainer:
         self.auto_lam = self.spec.admission and self.spec.lam is None
         self.per_step_cost = self.spec.objective == "response_time" and config.cost == "holding"
         # decisions complete at once: charged the holding cost, or a cell its drops (envs.reward)
-        self.charge = "holding" if self.per_step_cost else ("drops" if self.spec.cell is not None else None)
+        self.charge = "holding" if self.per_step_cost else ("drops" if self.spec.system.kind == "loss" else None)
         if config.reset_backlog and not self.per_step_cost:
             raise ValueError("reset_backlog (--reset-backlog): restarting instances needs decisions charged per step "
                              "(objective response_time with cost holding); others would lose pending outcomes. "
@@ -275,9 +275,7 @@ class Trainer:
         options: dict[str, Any] = {}
         if spec.period is not None:
             options["start"] = phase_offsets(spec.period, config.num_envs, config.seed)
-        if spec.cell is not None:
-            options["probes"] = False
-        return options
+        return {**options, **spec.system.engine_options()}
 
     # ------------------------------------------------------------------ the loop
     @property

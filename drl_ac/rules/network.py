@@ -17,22 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from drl_ac.rules.tuning import Tuner, TuningResult
+from drl_ac.rules.tuning import ConstantAction, Tuner, TuningResult
 from envs import NetworkSpec
-
-
-@dataclass
-class Always:
-    """Action ``action`` (named ``label``, e.g. accept) for every job: a constant action."""
-
-    action: int
-    label: str
-
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        return np.full(obs.shape[0], self.action, np.int64)
-
-    def describe(self) -> str:
-        return f"always {self.label}"
 
 
 @dataclass
@@ -144,7 +130,8 @@ def tuned_rules(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777,
     """Every constant action but reject (accept-all, or each entry station) and the threshold
     rules tuned for ``spec`` (``progress`` is told of every evaluation)."""
     tuner = Tuner(spec, arrivals, seed, 400, progress=progress)
-    out = {f"always {spec.actions[a]}": tuner.result(Always(a, spec.actions[a])) for a in range(1, spec.num_actions)}
+    out = {f"always {spec.actions[a]}": tuner.result(ConstantAction(a, f"always {spec.actions[a]}"))
+           for a in range(1, spec.num_actions)}
     total = tune_total(spec, arrivals, seed, progress=progress)
     return {**out, "total threshold": total,
             "per-station thresholds": tune_stations(spec, total.rule.k, arrivals, seed, progress=progress),

@@ -1,7 +1,7 @@
 """Rules for two server pools (docs/systems/pools.md): where a job starts and whether it is
 rerouted or replicated after tau in service there.
 
-* ``FixedAction``: one of the scenario's actions for every job, one rule per action (every
+* ``ConstantAction``: one of the scenario's actions for every job, one rule per action (every
   constant action). With one server per pool, "pool i, replicate after 0 in service" is full
   replication in effect: a copy joins the other queue as soon as the job starts.
 * ``SignalledPool(policy, tau)``: the job starts on the faster pool of its signalled (or
@@ -18,22 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from drl_ac.rules.tuning import ControlTuner, TuningResult
+from drl_ac.rules.tuning import ConstantAction, ControlTuner, TuningResult
 from envs import NetworkSpec
-
-
-@dataclass(frozen=True)
-class FixedAction:
-    """Always action ``action`` (its name: ``label``)."""
-
-    action: int
-    label: str
-
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        return np.full(obs.shape[0], self.action, np.int64)
-
-    def describe(self) -> str:
-        return f"always {self.label}"
 
 
 @dataclass(frozen=True)
@@ -73,7 +59,7 @@ def tuned_rules(spec: NetworkSpec, seed: int = 777, num_envs: int = 64, max_step
     tuner = ControlTuner(spec, seed, num_envs, max_steps, progress=progress)
     out: dict[str, TuningResult] = {}
     for a, action in enumerate(spec.pools.actions):
-        rule = FixedAction(a, action.name)
+        rule = ConstantAction(a, f"always {action.name}")
         out[rule.describe()] = TuningResult(rule, tuner(rule), list(tuner.trace))
     signalled = signalled_rules(spec)
     if signalled:

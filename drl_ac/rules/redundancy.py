@@ -1,6 +1,6 @@
 """Rules for redundancy-d (docs/systems/redundancy.md): how many copies d of a job to start.
 
-* ``FixedD``: the same d for every job, one rule per choice of the scenario (every constant
+* ``ConstantAction``: the same d for every job, one rule per choice of the scenario (every constant
   action). A d whose exact stability limit lambda*(d) = N / (d E[min(X_1..X_d)]) is at or
   below the arrival rate is reported unstable, not simulated (``drl_ac.theory.redundancy``).
 * ``LoadThreshold``: d = ``high`` while fewer than k jobs are in the system, else ``low``:
@@ -18,25 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from drl_ac.rules.tuning import ControlTuner, TuningResult
+from drl_ac.rules.tuning import ConstantAction, ControlTuner, TuningResult
 from drl_ac.theory.redundancy import stability_threshold
 from envs import NetworkSpec
 
 K_GRID = (2, 4, 8, 16, 32)  # jobs in system at which the rule falls back to ``low``: geometric
-
-
-@dataclass(frozen=True)
-class FixedD:
-    """Always action ``action`` (d = ``d`` copies)."""
-
-    action: int
-    d: int
-
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        return np.full(obs.shape[0], self.action, np.int64)
-
-    def describe(self) -> str:
-        return f"d = {self.d}"
 
 
 @dataclass(frozen=True)
@@ -73,20 +59,20 @@ def tuned_rules(spec: NetworkSpec, seed: int = 777, num_envs: int = 64, max_step
     lam_star = limits(spec)
     tuner = ControlTuner(spec, seed, num_envs, max_steps, progress=progress)
     out: dict[str, TuningResult] = {}
-    fixed = [FixedD(a, d) for a, d in enumerate(red.choices)]
-    for rule in fixed:
-        if rate >= lam_star[rule.d]:
-            out[rule.describe()] = TuningResult(rule, {"unstable": f"arrival rate {rate:.4g} >= lambda*(d={rule.d}) "
-                                                                   f"{lam_star[rule.d]:.4g}", "mean_delay": math.inf})
+    for a, d in enumerate(red.choices):
+        rule = ConstantAction(a, f"d = {d}")
+        if rate >= lam_star[d]:
+            out[rule.describe()] = TuningResult(rule, {"unstable": f"arrival rate {rate:.4g} >= lambda*(d={d}) "
+                                                                   f"{lam_star[d]:.4g}", "mean_delay": math.inf})
         else:
             out[rule.describe()] = TuningResult(rule, tuner(rule), list(tuner.trace))
-    stable = [r for r in fixed if rate < lam_star[r.d]]
+    stable = [r.rule for r in out.values() if "arrivals" in r.metrics]
     if not stable:
         return out
-    low = min(stable, key=tuner.score)
+    low = min(stable, key=tuner.score).action
     column = spec.num_stations  # the pool encoding: jobs per server sorted, then the number in system
-    candidates = [LoadThreshold(k, high.action, low.action, column, red.choices)
-                  for high in fixed if high.d > low.d for k in k_grid]
+    candidates = [LoadThreshold(k, high, low, column, red.choices)
+                  for high in range(low + 1, len(red.choices)) for k in k_grid]
     if candidates:
         out["load threshold"] = tuner.best(candidates)
     return out

@@ -9,9 +9,26 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from drl_ac.evaluation.metrics import Z95_ONE_SIDED, evaluate
 from drl_ac.evaluation.steady import steady_state
 from envs import NetworkSpec
+
+
+@dataclass(frozen=True)
+class ConstantAction:
+    """The same action for every job (a fixed d, a fixed pool and timer, accept-all): every
+    rule family includes each of its system's constant actions. ``label`` names it."""
+
+    action: int
+    label: str = ""
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return np.full(obs.shape[0], self.action, np.int64)
+
+    def describe(self) -> str:
+        return self.label or f"always action {self.action}"
 
 
 @dataclass

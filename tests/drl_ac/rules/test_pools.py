@@ -3,7 +3,8 @@
 
 import numpy as np
 
-from drl_ac.rules.pools import FixedAction, SignalledPool, signalled_rules, tuned_rules
+from drl_ac.rules.pools import SignalledPool, signalled_rules, tuned_rules
+from drl_ac.rules.tuning import ConstantAction
 from envs import load_spec
 
 
@@ -27,7 +28,7 @@ def test_signalled_rules_of_the_scenario():
 def test_tuned_set_holds_every_constant_action():
     spec = load_spec("pools")
     rows = tuned_rules(spec, seed=1, num_envs=4, max_steps=400)
-    constant = [r.rule for r in rows.values() if isinstance(r.rule, FixedAction)]
+    constant = [r.rule for r in rows.values() if isinstance(r.rule, ConstantAction)]
     assert [r.action for r in constant] == list(range(spec.num_actions))
     assert "always pool1-replicate@0" in rows  # a copy on the other pool as service starts: full replication
     assert isinstance(rows["signalled pool (tuned policy and tau)"].rule, SignalledPool)

@@ -5,7 +5,8 @@ import numpy as np
 import yaml
 
 from drl_ac.evaluation.metrics import evaluate
-from drl_ac.rules.redundancy import FixedD, LoadThreshold, limits, tuned_rules
+from drl_ac.rules.redundancy import LoadThreshold, limits, tuned_rules
+from drl_ac.rules.tuning import ConstantAction
 from envs import NetworkSpec
 from envs.spec import SCENARIO_DIR
 
@@ -27,8 +28,8 @@ def test_load_threshold_by_hand():
 def test_fixed_d_equals_the_spec_with_that_d_forced():
     # copies, sizes and server orders are drawn at arrival whatever the action: same runs
     for action, d in ((0, 1), (2, 3)):
-        a = evaluate(FixedD(action, d), spec_at(5.0), arrivals=4_000, seed=4, num_envs=20, warmup=50)
-        b = evaluate(FixedD(0, d), spec_at(5.0, d=(d,)), arrivals=4_000, seed=4, num_envs=20, warmup=50)
+        a = evaluate(ConstantAction(action), spec_at(5.0), arrivals=4_000, seed=4, num_envs=20, warmup=50)
+        b = evaluate(ConstantAction(0), spec_at(5.0, d=(d,)), arrivals=4_000, seed=4, num_envs=20, warmup=50)
         assert a["mean_delay"] == b["mean_delay"] and a["arrivals"] == b["arrivals"]
 
 

@@ -1,4 +1,4 @@
-"""The comparison of drl_ac/study.py: the verdict by hand on synthetic rows (feasibility,
+"""The comparison of drl_ac/study/compare.py: the verdict by hand on synthetic rows (feasibility,
 stability, paired intervals, the headline's direction), and the whole path on a control
 system with a smoke budget."""
 
@@ -7,7 +7,7 @@ import pytest
 
 from drl_ac import study
 from drl_ac.evaluation.metrics import Z95
-from drl_ac.rules.pools import FixedAction
+from drl_ac.rules.tuning import ConstantAction
 from envs import load_spec
 
 STABLE = {"verdict": "stable"}
@@ -61,7 +61,7 @@ def test_admission_feasibility_is_judged_with_its_margin():
 
 def test_compare_on_pools_includes_every_constant_action():
     spec = load_spec("pools")
-    policy = FixedAction(2, "pool1-replicate@0")
+    policy = ConstantAction(2, "always pool1-replicate@0")
     rows, verdict = study.compare(policy, spec, seed=0, budget="smoke")
     assert {f"always {a.name}" for a in spec.pools.actions} <= set(rows)
     assert all("stability" in m for m in rows.values() if "arrivals" in m)

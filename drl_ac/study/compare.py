@@ -30,8 +30,17 @@ import numpy as np
 
 from drl_ac import rules
 from drl_ac.evaluation.metrics import Z95, Z95_ONE_SIDED, paired_difference
-from drl_ac.evaluation.selection import EVALUATION, TUNING, VALIDATION
+from drl_ac.evaluation.selection import (
+    EVALUATION,
+    TUNING,
+    VALIDATION,
+    Candidate,
+    choose,
+    guarded,
+    visited_states,
+)
 from drl_ac.evaluation.steady import stability, steady_state
+from drl_ac.rules.tuning import ConstantAction, TuningResult
 from envs import NetworkSpec
 
 Policy = Callable[[np.ndarray], np.ndarray]
@@ -57,8 +66,6 @@ BUDGETS: dict[str, dict[str, dict]] = {
              "stability": {"num_envs": 64, "build_steps": 2_000, "steps": 4_000}},
 }
 
-__all__ = ["BUDGETS", "EVALUATION", "TUNING", "VALIDATION", "Verdict", "compare", "feasible", "judge",
-           "measure", "table"]
 
 
 def measure(policy: Policy, spec: NetworkSpec, seed: int, budget: str = "quick") -> dict:
@@ -158,14 +165,65 @@ def judge(spec: NetworkSpec, learned: dict, rows: dict[str, dict]) -> Verdict:
                    l_stable)
 
 
-def compare(policy: Policy, spec: NetworkSpec, seed: int = 0, budget: str = "quick",
-            progress: Callable[[str], None] = lambda s: None, **tuning: Any) -> tuple[dict[str, dict], Verdict]:
-    """Tune the rules (seed + TUNING), measure them and ``policy`` (seed + EVALUATION), judge.
-    Returns every row (``learned`` first, then the rules with their ``rule`` description) and
-    the verdict. ``tuning``: options of the system's tuner replacing the budget's."""
+def tune_rules(spec: NetworkSpec, seed: int = 0, budget: str = "quick", progress: Callable[[str], None] = lambda s: None,
+               **tuning: Any) -> dict[str, TuningResult]:
+    """Every rule of the system tuned on seed + TUNING with ``budget`` (``tuning``: options of
+    the system's tuner replacing the budget's)."""
     progress(f"tuning the rules of {spec.name} ({budget})")
     options = {**_budget(budget)["rules"][spec.system.name], **tuning}
-    tuned = rules.tune(spec, seed=seed + TUNING, progress=lambda s: progress("  " + s), **options)
+    return rules.tune(spec, seed=seed + TUNING, progress=lambda s: progress("  " + s), **options)
+
+
+def best_constant(spec: NetworkSpec, tuned: dict[str, TuningResult]) -> ConstantAction | None:
+    """The best constant action among the tuned rules (stationary, feasible), or None."""
+    head = spec.system.headline
+    sign = 1.0 if head.sense == "max" else -1.0
+    ok = [r for r in tuned.values() if isinstance(r.rule, ConstantAction) and "unstable" not in r.metrics
+          and "arrivals" in r.metrics and feasible(r.metrics, spec, False)]
+    return max(ok, key=lambda r: sign * r.metrics[head.measure]).rule if ok else None
+
+
+def guard(section: dict, spec: NetworkSpec, default: ConstantAction, seed: int = 0, budget: str = "quick",
+          quantiles: tuple[float, ...] = (0.5, 0.9, 0.99), progress: Callable[[str], None] = lambda s: None
+          ) -> tuple[dict, list[dict]]:
+    """A control system's learned policy guarded by its best constant action (``selection``):
+    the greedy network, it guarded at bias ``quantiles`` of its positive advantages over the
+    action, and the action itself (bias infinite); the one with the lowest mean response in
+    steady state on seed + VALIDATION (never the evaluation seed), among the stationary ones.
+    Returns the chosen policy section and every candidate's score.
+
+    Why: a network's greedy rule leaves a good constant action in states where its value
+    differences are noise, and in steady state that costs more than its real gains; the
+    guard keeps the action there, and the action itself is a candidate, so the choice is
+    never worse than the rule on the validation seed."""
+    greedy = Candidate("greedy", section)
+    states = visited_states(spec, default, section, seed + VALIDATION)
+    candidates = [greedy, *guarded(greedy, default.action, states, quantiles),
+                  Candidate(f"{default.describe()} (the guard's rule itself)",
+                            {**section, "default_action": default.action, "bias": math.inf})]
+    options = _budget(budget)["evaluation"]
+
+    def score(policy: Policy) -> dict:
+        m = steady_state(policy, spec, seed=seed + VALIDATION, **options)
+        progress(f"  {m['mean_delay']:.4f} [{m['mean_delay_ci'][0]:.4f}, {m['mean_delay_ci'][1]:.4f}]"
+                 f"{'' if m['stationary'] else ' NOT stationary'}")
+        return {"mean_response": m["mean_delay"], **({} if m["stationary"] else {"unstable": "not stationary"})}
+
+    progress(f"choosing among {len(candidates)} candidates on the validation seed: "
+             + "; ".join(c.label for c in candidates))
+    chosen, scored = choose(candidates, score)
+    progress(f"chose {chosen.label}")
+    return {**chosen.section, "selection": {"chosen": chosen.label, "scores": scored}}, scored
+
+
+def compare(policy: Policy, spec: NetworkSpec, seed: int = 0, budget: str = "quick",
+            progress: Callable[[str], None] = lambda s: None, tuned: dict[str, TuningResult] | None = None,
+            **tuning: Any) -> tuple[dict[str, dict], Verdict]:
+    """Tune the rules (seed + TUNING; ``tuned``: already tuned), measure them and ``policy``
+    (seed + EVALUATION), judge. Returns every row (``learned`` first, then the rules with their
+    ``rule`` description) and the verdict. ``tuning``: options of the system's tuner
+    replacing the budget's."""
+    tuned = tune_rules(spec, seed, budget, progress, **tuning) if tuned is None else tuned
     rows = {"learned": {"rule": "learned", **measure(policy, spec, seed + EVALUATION, budget)}}
     progress(f"learned: {table_cell(rows['learned'], spec)}")
     for name, result in tuned.items():
