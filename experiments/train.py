@@ -54,6 +54,7 @@ from drl_ac.checkpoint import (
 from drl_ac.cli import HelpFormatter, progress_printer
 from drl_ac.evaluation.calibration import calibrated_section
 from drl_ac.evaluation.metrics import evaluate, format_metrics
+from drl_ac.evaluation.steady import steady_state
 from drl_ac.learning.learner import LearnerConfig
 from drl_ac.learning.trainer import COSTS, LAM_MODES, TrainConfig, Trainer
 from drl_ac.tracking import WandbLogger
@@ -153,7 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(drl_ac.study; quick: a minute or two, full: the study's budget, smoke: seconds, decides "
                         "nothing) and print a one-line verdict")
     p.add_argument("--eval-arrivals", type=int, default=200_000,
-                   help="arrivals in the final evaluation and in each evaluation of the calibration")
+                   help="arrivals in the final evaluation and in each evaluation of the calibration (a control "
+                        "system is evaluated in steady state instead, with the --compare budget)")
     p.add_argument("--checkpoint-every", type=int, default=1_000_000, help="decisions between checkpoints")
     p.add_argument("--out", type=Path, default=None,
                    help="output folder (default: checkpoints/runs/SCENARIO-seedS; on --resume the "
@@ -425,7 +427,11 @@ def finish(trainer: Trainer, args: argparse.Namespace, out: Path, tuned: dict | 
     if default is not None:
         section, _ = study.guard(section, trainer.spec, default, config.seed, args.compare, progress=say)
     policy = LoadedPolicy(section)
-    metrics = evaluate(policy, trainer.spec, arrivals=args.eval_arrivals, seed=config.seed + 10_000)
+    if trainer.spec.system.kind == "control":  # in steady state: a control system's mean is slow to settle
+        budget = study.BUDGETS["quick" if args.compare == "off" else args.compare]["evaluation"]
+        metrics = steady_state(policy, trainer.spec, seed=config.seed + study.EVALUATION, **budget)
+    else:
+        metrics = evaluate(policy, trainer.spec, arrivals=args.eval_arrivals, seed=config.seed + study.EVALUATION)
     metrics.update({"lam": trainer.lam, "rbar": float(trainer.learner.rbar), "decisions": trainer.decisions,
                     "scenario": trainer.spec.name, "seed": config.seed, "bias": section.get("bias", 0.0)})
     section["metrics"] = metrics
