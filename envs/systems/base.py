@@ -195,3 +195,34 @@ class System:
     def engine_options(self) -> dict[str, Any]:
         """Engine settings this system needs in training and evaluation (``envs.engine.Engine``)."""
         return {}
+
+
+def on_time(d_ub: float) -> Headline:
+    """A control objective ``deadline``: the fraction of jobs served within ``d_ub``."""
+    return Headline("throughput", "max", None, f"P(response time < {d_ub:g})")
+
+
+def control_headline(spec: NetworkSpec) -> Headline:
+    return on_time(spec.d_ub) if spec.objective == "deadline" else RESPONSE_TIME
+
+
+def control_measures(spec: NetworkSpec) -> dict[str, str]:
+    out = {"mean_delay": "mean response time", "throughput": f"P(response time < {spec.d_ub:g})"}
+    return out if spec.objective != "deadline" else {"throughput": out["throughput"], "mean_delay": out["mean_delay"]}
+
+
+class ControlSystem(System):
+    """A system whose controller serves every job and chooses how (redundancy, pools): its
+    goal is the response time (objective ``response_time``) or the on-time fraction (``deadline``)."""
+
+    @property
+    def kind(self) -> str:
+        return "control"
+
+    @property
+    def headline(self) -> Headline:
+        return control_headline(self.spec)
+
+    @property
+    def measures(self) -> dict[str, str]:
+        return control_measures(self.spec)

@@ -18,23 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from envs.errors import SpecError
-from envs.systems.base import RESPONSE_TIME, Headline, System
+from envs.systems.base import Headline, System, control_headline, control_measures
 
 ADMISSION = Headline("acceptance", "max", "violation", "acceptance", "P(deadline missed | accepted)")
-
-
-def on_time(d_ub: float) -> Headline:
-    """A control objective ``deadline``: the fraction of jobs served within ``d_ub``."""
-    return Headline("throughput", "max", None, f"P(response time < {d_ub:g})")
-
-
-def control_headline(spec) -> Headline:
-    return on_time(spec.d_ub) if spec.objective == "deadline" else RESPONSE_TIME
-
-
-def control_measures(spec) -> dict[str, str]:
-    out = {"mean_delay": "mean response time", "throughput": f"P(response time < {spec.d_ub:g})"}
-    return out if spec.objective != "deadline" else {"throughput": out["throughput"], "mean_delay": out["mean_delay"]}
 
 
 def min_max_load(loads: np.ndarray) -> tuple[float, np.ndarray]:

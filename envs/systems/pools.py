@@ -31,8 +31,7 @@ import numpy as np
 from envs.distributions import Distribution, make_distribution
 from envs.errors import SpecError, as_number, brief, check_keys, did_you_mean, number_list
 from envs.spec import _is_list
-from envs.systems.base import System
-from envs.systems.network import control_headline, control_measures
+from envs.systems.base import ControlSystem
 
 POOLS_KEYS = ("servers", "types", "size", "knowledge", "assign", "p_split", "policy", "tau", "restart", "timer",
               "actions")
@@ -254,7 +253,7 @@ def capacity(pools: Pools) -> float:
     return math.inf if best <= 0 else 1.0 / best
 
 
-class PoolsSystem(System):
+class PoolsSystem(ControlSystem):
     name = "pools"
     block = "pools"
     kinds = ("control",)
@@ -379,18 +378,6 @@ class PoolsSystem(System):
         """The actions are the block's choices, named by ``expand``."""
 
     # ------------------------------------------------------------------ the goal
-    @property
-    def kind(self) -> str:
-        return "control"
-
-    @property
-    def headline(self):
-        return control_headline(self.spec)
-
-    @property
-    def measures(self) -> dict[str, str]:
-        return control_measures(self.spec)
-
     def describe(self) -> str:
         spec, pools = self.spec, self.spec.pools
         n1, n2 = pools.servers

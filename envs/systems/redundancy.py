@@ -41,8 +41,7 @@ from envs.distributions import (
 )
 from envs.errors import SpecError, brief, check_keys
 from envs.spec import STATION_KINDS, _is_list
-from envs.systems.base import System
-from envs.systems.network import control_headline, control_measures
+from envs.systems.base import ControlSystem
 
 REDUNDANCY_KEYS = ("servers", "kind", "copies", "size", "scale", "factor", "d")
 COPY_LAWS = ("identical", "iid", "scaled")
@@ -176,7 +175,7 @@ def _min_of_sample(x: np.ndarray, d: int) -> float:
     return float(gaps @ ((n - np.arange(n)) / n) ** d)
 
 
-class RedundancySystem(System):
+class RedundancySystem(ControlSystem):
     name = "redundancy"
     block = "redundancy"
     kinds = ("control",)
@@ -241,18 +240,6 @@ class RedundancySystem(System):
         """The actions are the block's degrees (d1, d2, ...), named by ``expand``."""
 
     # ------------------------------------------------------------------ the goal
-    @property
-    def kind(self) -> str:
-        return "control"
-
-    @property
-    def headline(self):
-        return control_headline(self.spec)
-
-    @property
-    def measures(self) -> dict[str, str]:
-        return control_measures(self.spec)
-
     def describe(self) -> str:
         spec, red = self.spec, self.spec.redundancy
         degrees = ", ".join(map(str, red.choices))
