@@ -5,8 +5,8 @@ a transient. On ``redundancy_ps`` at load 0.9 with d = 1 (ten M/G/1-PS servers a
 mean response exactly 10) such a window read 7.4. Here one long run per policy is cut into
 batches of ``chunk`` decisions per instance:
 
-* the warm-up is the MSER-5 truncation point (White 1997) of the number in system averaged
-  over instances, per batch: the cut that minimises the variance of the remaining mean;
+* the warm-up is the MSER truncation point (White 1997) of the batch means of the number in
+  system averaged over instances: the cut that minimises the variance of the remaining mean;
   a cut in the second half of the run means the run has not reached its stationary
   regime yet, and the run is doubled;
 * the window is every batch after the cut, each decision's job followed to its departure;
@@ -30,10 +30,9 @@ import numpy as np
 from drl_ac.evaluation.metrics import evaluate, instance_sums, summarize_sums
 from envs import Driver, NetworkSpec, Outcomes
 from envs.engine import CapacityError
-from envs.rollout import set_arrival_speed
+from envs.rollout import set_arrival_speed, settled
 
 Policy = Callable[[np.ndarray], np.ndarray]
-
 
 
 class _Batches:
@@ -82,30 +81,6 @@ class _Batches:
         return {k: v[first:end].sum(0) for k, v in self.sums.items()}
 
 
-def mser_cut(series: np.ndarray) -> int:
-    """MSER truncation point of a series of batch means: the d <= n/2 minimising
-    sum((x[d:] - mean(x[d:]))**2) / (n - d)**2."""
-    n = series.size
-    best, cut = math.inf, 0
-    for d in range(n // 2 + 1):
-        rest = series[d:]
-        score = float(((rest - rest.mean()) ** 2).sum()) / (n - d) ** 2
-        if score < best:
-            best, cut = score, d
-    return cut
-
-
-def _drifting(level: np.ndarray, z: float = 3.0) -> bool:
-    """The first and second half of a window of batch levels differ by more than ``z``
-    standard errors over instances (a trend MSER may miss)."""
-    half = level.shape[0] // 2
-    if half == 0:
-        return False
-    diff = level[half:2 * half].mean(0) - level[:half].mean(0)
-    se = diff.std(ddof=1) / math.sqrt(diff.size) if diff.size > 1 else math.inf
-    return abs(float(diff.mean())) > z * se
-
-
 def steady_state(policy: Policy, spec: NetworkSpec, seed: int = 10_000, num_envs: int = 256, chunk: int = 100,
                  rel_se: float = 0.01, min_steps: int = 2_000, max_steps: int = 64_000,
                  per_instance: bool = False, max_jobs: int | None = None, start: dict | None = None) -> dict:
@@ -140,8 +115,7 @@ def steady_state(policy: Policy, spec: NetworkSpec, seed: int = 10_000, num_envs
         while batches.steps(driver) < target:
             obs = batches.step(driver, policy, obs)
         n = batches.steps(driver) // chunk
-        cut = mser_cut(batches.level[:n].mean(1))
-        stationary = cut < n // 2 and not _drifting(batches.level[cut:n])
+        cut, stationary = settled(batches.level[:n])
         if stationary or target >= max_steps:
             end = batches.origin + n * chunk  # follow the window's jobs to their departure (the run goes on meanwhile)
             # a run that never settled is reported, never used: its drain (behind a growing queue) is cut short

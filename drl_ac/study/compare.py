@@ -54,10 +54,10 @@ BUDGETS: dict[str, dict[str, dict]] = {
                         "pools": {"num_envs": 8, "max_steps": 400}},
               "evaluation": {"num_envs": 16, "min_steps": 400, "max_steps": 400, "rel_se": 1.0},
               "stability": {"num_envs": 8, "build_steps": 100, "steps": 200, "doublings": 0}},
-    "quick": {"rules": {"network": {"arrivals": 20_000}, "cell": {"arrivals": 20_000},
+    "quick": {"rules": {"network": {"arrivals": 10_000}, "cell": {"arrivals": 20_000},
                         "redundancy": {"num_envs": 32, "max_steps": 8_000},
                         "pools": {"num_envs": 32, "max_steps": 8_000}},
-              "evaluation": {"num_envs": 128, "max_steps": 16_000, "rel_se": 0.01},
+              "evaluation": {"num_envs": 128, "min_steps": 1_000, "max_steps": 16_000, "rel_se": 0.01},
               "stability": {"num_envs": 32, "build_steps": 1_000, "steps": 2_000}},
     "full": {"rules": {"network": {"arrivals": 100_000}, "cell": {"arrivals": 100_000},
                        "redundancy": {"num_envs": 64, "max_steps": 32_000},
@@ -131,7 +131,7 @@ class Verdict:
     best: float | None
     difference: dict | None
     learned_feasible: bool
-    learned_stable: bool
+    learned_stable: bool  # stationary within the budget and stable from a backlog
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -141,7 +141,7 @@ class Verdict:
             return f"verdict: no tuned rule is feasible and stable; learned {self.headline} {self.learned:.4f}"
         d = self.difference
         why = "" if self.learned_feasible and self.learned_stable else \
-            f" ({'unstable' if not self.learned_stable else 'constraint not met with 95% confidence'})"
+            f" ({'unstable or not stationary' if not self.learned_stable else 'constraint not met with 95% confidence'})"
         return (f"verdict: learned {self.outcome}{why} than the best tuned rule ({self.best_rule}): {self.headline} "
                 f"{self.learned:.4f} vs {self.best:.4f}, difference {d['difference']:+.4f} "
                 f"[{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}] (95%{', paired' if d['paired'] else ''})")

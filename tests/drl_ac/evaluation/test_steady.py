@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import yaml
 
-from drl_ac.evaluation.steady import mser_cut, stability, steady_state
+from drl_ac.evaluation.steady import stability, steady_state
 from envs import NetworkSpec
-from envs.rollout import accept_all
+from envs.rollout import accept_all, mser_cut
 from envs.spec import SCENARIO_DIR
 
 Z = 4.5
