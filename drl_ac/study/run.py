@@ -24,6 +24,7 @@ Per load, one job (local processes, or Ray tasks; a job's numbers depend on its 
 
 from __future__ import annotations
 
+import argparse
 import ast
 import dataclasses
 import inspect
@@ -31,7 +32,9 @@ import math
 import multiprocessing
 import os
 import subprocess
+import sys
 import time
+import types
 import typing
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -203,10 +206,6 @@ def field_docs(cls: type) -> dict[str, str]:
                 and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
             docs[node.target.id] = " ".join(after.value.value.split())
     return docs
-
-
-def field_types(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
 
 
 # ---------------------------------------------------------------- the spec at a load
@@ -442,6 +441,10 @@ def summary(results: list[dict]) -> str:
         rule = "none" if best is None else f"{v['best_rule']}: {_cell(best, head)}"
         lines.append(f"| {load} | {r['rate']:.4g} | {_cell(r['rows']['learned'], head)} | {rule} | {diff} | "
                      f"{v['outcome']} | {_stability(r['rows']['learned'])} |")
+    outcomes = [r["verdict"]["outcome"] for r in results]
+    lines += ["", f"Learned better than the best rule at {outcomes.count('better')} of {len(results)} load(s), no "
+              f"worse at {outcomes.count('no worse')}, worse at {outcomes.count('worse')}"
+              + (f", no comparator at {outcomes.count('no comparator')}" if "no comparator" in outcomes else "") + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -556,9 +559,63 @@ def run_study(config: StudyConfig, progress: Say = lambda s: None) -> dict[str, 
     return result
 
 
+# ---------------------------------------------------------------- the command line
+def _argument(name: str, hint: Any, default: Any, doc: str) -> dict[str, Any]:
+    """argparse's options of one field from its type: X | None reads X, a tuple one or more
+    values, a bool is --flag / --no-flag; help is the field's docstring."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in args:
+        hint = next(a for a in args if a is not type(None))
+    options: dict[str, Any] = {"default": default, "help": doc.replace("%", "%%")}
+    if hint is bool:
+        options["action"] = argparse.BooleanOptionalAction
+    elif typing.get_origin(hint) is tuple:
+        options.update(type=typing.get_args(hint)[0], nargs="+")
+        if default is not None:
+            options["help"] += f" (default: {' '.join(map(str, default))})"
+    else:
+        options["type"] = hint
+    if name == "ray":  # --ray alone: a fresh local Ray
+        options.update(nargs="?", const="local", metavar="ADDRESS")
+    return options
+
+
+def build_parser(preset: StudyConfig | None = None, description: str | None = None) -> argparse.ArgumentParser:
+    """One flag per ``StudyConfig`` field (``--num-envs`` for ``num_envs``), its default
+    ``preset``'s value (a script's study; default ``StudyConfig()``)."""
+    from drl_ac.cli import HelpFormatter
+
+    preset = preset if preset is not None else StudyConfig()
+    p = argparse.ArgumentParser(description=description, formatter_class=HelpFormatter)
+    docs, hints = field_docs(StudyConfig), typing.get_type_hints(StudyConfig)
+    for f in dataclasses.fields(StudyConfig):
+        p.add_argument("--" + f.name.replace("_", "-"), **_argument(f.name, hints[f.name], getattr(preset, f.name),
+                                                                    docs.get(f.name, "")))
+    return p
+
+
+def main(argv: list[str] | None = None, preset: StudyConfig | None = None, description: str | None = None) -> dict:
+    """The command line of a study (``experiments/study.py``; a script with its own ``preset``
+    study, every flag still accepted): progress on stderr, the study's table and verdicts on
+    stdout; a bad setting is one line ``error: ...`` and exit status 2."""
+    from drl_ac.cli import progress_printer
+
+    args = build_parser(preset, description).parse_args(argv)
+    try:
+        config = StudyConfig(**vars(args))
+        result = run_study(config, progress_printer(config.quiet))
+    except (ValueError, SpecError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    print(result["table"])
+    print("\n".join(entry["verdict_line"] for entry in result["loads"]))
+    print(f"wrote {config.folder()}")
+    return result
+
+
 def _tag(job: dict) -> str:
     return "" if job["load"] is None else f"[load {job['load']:g}] "
 
 
-__all__ = ["CALIBRATION", "StudyConfig", "at_load", "best_threshold_bound", "choose", "field_docs", "reference_rate",
-           "run_jobs", "run_study", "study_load"]
+__all__ = ["CALIBRATION", "StudyConfig", "at_load", "best_threshold_bound", "build_parser", "choose", "field_docs",
+           "main", "reference_rate", "run_jobs", "run_study", "study_load"]

@@ -20,6 +20,7 @@ from drl_ac.evaluation.selection import VALIDATION
 from drl_ac.evaluation.steady import steady_state
 from drl_ac.rules.tuning import ConstantAction
 from drl_ac.study import run
+from drl_ac.theory.pools import PoolsModel, PoolsPolicy, stability_bound
 from envs import NetworkSpec, SpecError, load_spec
 from envs.spec import SCENARIO_DIR
 
@@ -52,6 +53,9 @@ def test_full_replication_at_a_load_is_the_mm1_queue_it_is():
     cfg = yaml.safe_load((SCENARIO_DIR / "pools.yaml").read_text())
     cfg["pools"].update(actions=[{"pool": "auto", "policy": "replicate", "tau": 0.0}], timer="arrival")
     spec = run.at_load(NetworkSpec.from_dict(cfg), 0.5)
+    p = spec.pools  # its stability bound: the M/M/1's service rate, 1
+    full = PoolsPolicy(knowledge="signal", q=p.q, action="replicate", tau=0.0)
+    assert stability_bound(PoolsModel(p.p, p.speeds, p.servers), full, p.size) == pytest.approx(1.0, rel=1e-9)
     m = steady_state(ConstantAction(0), spec, seed=4, num_envs=64, min_steps=3_000, max_steps=3_000)
     assert m["stationary"]
     assert abs(m["mean_delay"] - 1 / (1 - spec.arrival_rate)) < Z * m["mean_delay_se"], m
