@@ -36,7 +36,7 @@ import sys
 import time
 import types
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,6 +109,8 @@ class StudyConfig:
     out: Path | None = None
     """The study's folder (None: checkpoints/<scenario>): the files of a load in OUT/load-X,
     or in OUT itself without loads."""
+    force: bool = False
+    """Overwrite the policy files an earlier study (or a shipped policy) left in OUT."""
     workers: int | None = None
     """Loads run at once in local processes (None: one per load up to the CPUs; 1: in this
     process, in turn)."""
@@ -174,6 +176,10 @@ class StudyConfig:
 
     def folder(self) -> Path:
         return self.out if self.out is not None else Path("checkpoints") / Path(self.scenario).stem
+
+    def load_folder(self, load: float | None) -> Path:
+        """Where the files of ``load`` go (None: the scenario as it is)."""
+        return self.folder() if load is None else self.folder() / f"load-{load:g}"
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -493,11 +499,13 @@ def commit() -> str | None:
 
 
 # ---------------------------------------------------------------- running the jobs
-def run_jobs(fn: Callable[[dict], dict], jobs: list[dict], workers: int = 1, ray: str | None = None) -> list[dict]:
-    """``fn`` over ``jobs``, results in order: as Ray tasks (``ray``: an address, see
-    ``drl_ac.evaluation.sweep._ray_connect``; a connection made here is closed at the end),
-    else in a pool of ``workers`` spawned processes (fresh interpreters), else (one worker or
-    one job) in this process."""
+def run_jobs(fn: Callable[[dict], dict], jobs: list[dict], workers: int = 1, ray: str | None = None
+             ) -> Iterator[dict]:
+    """``fn`` over ``jobs``, each result yielded in order as soon as it is there (a study writes
+    a load's files then: a later job's failure keeps them): as Ray tasks (``ray``: an address,
+    see ``drl_ac.evaluation.sweep._ray_connect``; a connection made here is closed at the
+    end), else in a pool of ``workers`` spawned processes (fresh interpreters), else (one
+    worker or one job) in this process."""
     if ray is not None:
         from drl_ac.evaluation.sweep import RAY_HINT, _ray_connect
         try:
@@ -507,37 +515,42 @@ def run_jobs(fn: Callable[[dict], dict], jobs: list[dict], workers: int = 1, ray
         connected = _ray_connect(ray_module, ray)
         try:
             remote = ray_module.remote(num_cpus=1)(fn)
-            return ray_module.get([remote.remote(j) for j in jobs])
+            for ref in [remote.remote(j) for j in jobs]:
+                yield ray_module.get(ref)
         finally:
             if connected:
                 ray_module.shutdown()
-    if workers <= 1 or len(jobs) <= 1:
-        return [fn(j) for j in jobs]
-    with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(fn, jobs))
+    elif workers <= 1 or len(jobs) <= 1:
+        yield from map(fn, jobs)
+    else:
+        with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn")) as pool:
+            yield from pool.map(fn, jobs)
 
 
 def run_study(config: StudyConfig, progress: Say = lambda s: None) -> dict[str, Any]:
-    """Run ``config`` (the module's steps, one job per load) and write its files. Returns the
-    study's summary: config, command, commit, per load its folder, files, verdict and chosen
-    candidate, the table of study.md, the study's files and seconds."""
+    """Run ``config`` (the module's steps, one job per load) and write its files, a load's as
+    soon as it is done. Returns the study's summary: config, command, commit, per load its
+    folder, files, verdict and chosen candidate, the table of study.md, the study's files and
+    seconds."""
     from drl_ac.checkpoint import save_policy_folder, write_json
 
     t0 = time.perf_counter()
     out = config.folder()
     loads: list[float | None] = list(config.loads) if config.loads is not None else [None]
+    held = [config.load_folder(load) for load in loads if (config.load_folder(load) / "policy.pt").exists()]
+    if held and not config.force:
+        raise ValueError(f"out (--out): {held[0]} already holds a policy (an earlier study's, or a shipped one). Fix: "
+                         "choose another --out, or pass --force to overwrite it.")
     workers = config.workers or min(len(loads), os.cpu_count() or 1)
-    where = f"Ray ({config.ray})" if config.ray is not None else f"{min(workers, len(loads))} process(es)"
+    local = config.ray is None and (workers <= 1 or len(loads) <= 1)
+    where = f"Ray ({config.ray})" if config.ray is not None else f"{1 if local else min(workers, len(loads))} process(es)"
     progress(f"study of {config.scenario}: {len(loads)} load(s) on {where}, budget {config.budget}")
     jobs = [{"config": config.to_dict(), "load": load} for load in loads]
-    if config.ray is None and (workers <= 1 or len(jobs) <= 1):
-        results = [study_load(job, say=lambda s, job=job: progress(_tag(job) + s)) for job in jobs]
-    else:
-        results = run_jobs(study_load, jobs, workers, config.ray)
+    fn = (lambda job: study_load(job, lambda s: progress(_tag(job) + s))) if local else study_load
     head = {"config": config.to_dict(), "command": config.command(), "commit": commit()}
-    summaries = []
-    for r in results:
-        folder = out if r["load"] is None else out / f"load-{r['load']:g}"
+    results, summaries = [], []
+    for r in run_jobs(fn, jobs, 1 if local else workers, config.ray):
+        folder = config.load_folder(r["load"])
         files = [str(p) for p in save_policy_folder(r["section"], folder)]
         comparison = {**head, **{k: v for k, v in r.items() if k not in ("section", "report")}}
         files.append(str(write_json(folder / "comparison.json", comparison)))
@@ -546,6 +559,7 @@ def run_study(config: StudyConfig, progress: Say = lambda s: None) -> dict[str, 
         summaries.append({"load": r["load"], "rate": r["rate"], "folder": str(folder), "files": files,
                           "chosen": r["chosen"], "verdict": r["verdict"], "verdict_line": r["verdict_line"],
                           "stability": r["stability"]["learned"], "seconds": r["seconds"]})
+        results.append(r)
         progress(f"wrote {folder}: {r['verdict_line']}")
     spec_name = results[0]["base"]
     table = summary(results)

@@ -75,6 +75,14 @@ def test_config_names_the_field_and_the_fix():
     assert "lambda*(d) of its first choice" in run.field_docs(run.StudyConfig)["loads"]
 
 
+def test_a_folder_holding_a_policy_is_kept_unless_forced(tmp_path):
+    (tmp_path / "load-0.8").mkdir()
+    (tmp_path / "load-0.8" / "policy.pt").write_bytes(b"shipped")
+    with pytest.raises(ValueError, match=r"out \(--out\): .*load-0.8 already holds a policy.*--force"):
+        run.run_study(run.StudyConfig(**TINY, loads=(0.5, 0.8), out=tmp_path))
+    assert (tmp_path / "load-0.8" / "policy.pt").read_bytes() == b"shipped" and not (tmp_path / "load-0.5").exists()
+
+
 def test_choice_skips_the_unstable_the_drifting_and_the_infeasible(monkeypatch):
     """By hand: fake steady-state scores and stability verdicts per candidate."""
     spec = load_spec("paper_tandem")  # maximise acceptance s.t. violation <= eps (0.1)
