@@ -1,5 +1,6 @@
 """One pipeline for every system: tuned rules, a learned controller, an honest steady-state
-comparison with a verdict (``compare``), and the study around it."""
+comparison with a verdict (``compare``), and the study around it (``run``: ``StudyConfig``,
+``run_study``)."""
 
 from drl_ac.study.compare import (
     BUDGETS,
@@ -11,12 +12,15 @@ from drl_ac.study.compare import (
     compare,
     feasible,
     guard,
+    guard_candidates,
     json_rows,
     judge,
     measure,
     table,
     tune_rules,
 )
+from drl_ac.study.run import StudyConfig, at_load, reference_rate, run_study
 
-__all__ = ["BUDGETS", "EVALUATION", "TUNING", "VALIDATION", "Verdict", "best_constant", "compare", "feasible",
-           "guard", "json_rows", "judge", "measure", "table", "tune_rules"]
+__all__ = ["BUDGETS", "EVALUATION", "TUNING", "VALIDATION", "StudyConfig", "Verdict", "at_load", "best_constant",
+           "compare", "feasible", "guard", "guard_candidates", "json_rows", "judge", "measure", "reference_rate",
+           "run_study", "table", "tune_rules"]

@@ -183,6 +183,18 @@ def best_constant(spec: NetworkSpec, tuned: dict[str, TuningResult]) -> Constant
     return max(ok, key=lambda r: sign * r.metrics[head.measure]).rule if ok else None
 
 
+def guard_candidates(taken: list[Candidate], spec: NetworkSpec, default: ConstantAction, seed: int = 0,
+                     quantiles: tuple[float, ...] = (0.5, 0.9, 0.99)) -> list[Candidate]:
+    """Each of ``taken`` (learned policies in one encoding), then it guarded by ``default`` at
+    bias ``quantiles`` of its positive advantages over the action in the action's states on
+    seed + VALIDATION, and last the action itself (bias infinite): the candidates of ``guard``
+    and of a study (``drl_ac.study.run``), which chooses among several learners' snapshots."""
+    states = visited_states(spec, default, taken[0].section, seed + VALIDATION)
+    out = [g for c in taken for g in (c, *guarded(c, default.action, states, quantiles))]
+    return out + [Candidate(f"{default.describe()} (the guard's rule itself)",
+                            {**taken[0].section, "default_action": default.action, "bias": math.inf})]
+
+
 def guard(section: dict, spec: NetworkSpec, default: ConstantAction, seed: int = 0, budget: str = "quick",
           quantiles: tuple[float, ...] = (0.5, 0.9, 0.99), progress: Callable[[str], None] = lambda s: None
           ) -> tuple[dict, list[dict]]:
@@ -196,11 +208,7 @@ def guard(section: dict, spec: NetworkSpec, default: ConstantAction, seed: int =
     differences are noise, and in steady state that costs more than its real gains; the
     guard keeps the action there, and the action itself is a candidate, so the choice is
     never worse than the rule on the validation seed."""
-    greedy = Candidate("greedy", section)
-    states = visited_states(spec, default, section, seed + VALIDATION)
-    candidates = [greedy, *guarded(greedy, default.action, states, quantiles),
-                  Candidate(f"{default.describe()} (the guard's rule itself)",
-                            {**section, "default_action": default.action, "bias": math.inf})]
+    candidates = guard_candidates([Candidate("greedy", section)], spec, default, seed, quantiles)
     options = _budget(budget)["evaluation"]
 
     def score(policy: Policy) -> dict:

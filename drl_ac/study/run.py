@@ -1,0 +1,635 @@
+"""A study: one system at one or several loads, from the spec to an exported, judged policy.
+The same path for the four systems (``StudyConfig``, ``run_study``; ``experiments/study.py``
+is its command line).
+
+Per load, one job (local processes, or Ray tasks; a job's numbers depend on its seeds only):
+
+1. the spec at that load (``at_load``: the arrival rate set to the load times the system's
+   reference rate, ``reference_rate``);
+2. every rule of the system tuned on seed + TUNING (``study.tune_rules``);
+3. one learner per (learner seed, cost), ``snapshots`` greedy policies of each
+   (``selection.train_snapshots``);
+4. the candidates: every snapshot; on a control system each also guarded by the best
+   constant action, and that action itself (``study.guard_candidates``); on an admission
+   network or a cell each calibrated to eps on the validation seed
+   (``calibration.calibrate_bias``);
+5. the choice on seed + VALIDATION: every candidate in steady state, the best headline
+   among the stationary ones that meet the constraint with 95% confidence, the first of
+   those (best first) whose stability verdict from a backlog is not ``unstable``;
+6. ``study.compare`` on seed + EVALUATION (never seen before), and the files: the chosen
+   policy folder (``save_policy_folder``), ``comparison.json`` and ``report.md`` per load;
+   ``study.json``, ``study.md`` and ``study.png`` (headline per load, learned against the
+   best rule) for the whole study.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import inspect
+import math
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+import types
+import typing
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from drl_ac import study
+from envs import NetworkSpec, SpecError, load_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+CALIBRATION = {"smoke": 4_000, "quick": 50_000, "full": 200_000}  # arrivals per calibration step, per budget
+Say = Callable[[str], None]
+
+
+@dataclass
+class StudyConfig:
+    """What a study runs. Every field is checked on construction (``ValueError`` naming the
+    field, its command-line flag and the fix); the learners' settings again by
+    ``TrainConfig``."""
+
+    scenario: str = "paper_tandem"
+    """A packaged scenario's name or a YAML file."""
+    loads: tuple[float, ...] | None = None
+    """None: the scenario as it is. Else one study per load, a fraction of the system's
+    reference rate: redundancy, lambda*(d) of its first choice of d (the exact stability limit
+    of d = 1 on redundancy_ps); two pools, the stability bound of the best threshold rule
+    (reroute after tau in service on the signalled pool, tau at its best: the exact formula of
+    drl_ac.theory.pools, not PoolsSystem.capacity, whose bound for replication assumes copies
+    start at once, false with one server per pool); a network or a cell, its own arrival rate
+    (load 1 is the scenario as it is). Single-class arrivals only."""
+    eps: float | None = None
+    """The headline's constraint (violation or dropping <= eps); None: the scenario's."""
+    seed: int = 0
+    """The study's seed: rules tuned on seed + 777, learners chosen on seed + 555, everything
+    compared on seed + 10000."""
+    seeds: tuple[int, ...] = (0,)
+    """Learner seeds: one learner per seed and cost."""
+    costs: tuple[str, ...] = ("holding",)
+    """How a control system's decisions are charged (TrainConfig.cost: holding, own): one
+    learner per seed and cost."""
+    steps: int | None = None
+    """Training decisions per learner (None: TrainConfig's)."""
+    num_envs: int | None = None
+    """Instances per learner (None: TrainConfig's)."""
+    updates_per_step: int | None = None
+    """Gradient steps per vector step (None: TrainConfig's)."""
+    exploration_start: float | None = None
+    """Initial exploration probability (None: TrainConfig's); random choices can overload a
+    control system near its limit."""
+    reset_backlog: int | None = None
+    """A training instance holding more jobs restarts empty (holding cost only; None: TrainConfig's)."""
+    hidden: tuple[int, ...] | None = None
+    """Q-network layer widths (None: LearnerConfig's)."""
+    lr: float | None = None
+    """Learning rate (None: LearnerConfig's)."""
+    snapshots: int = 3
+    """Greedy policies kept per learner, evenly spaced over its run."""
+    quantiles: tuple[float, ...] = (0.5, 0.9, 0.99)
+    """Guard biases of a control system: quantiles of a snapshot's positive advantages over the
+    best constant action."""
+    calibrate: bool = True
+    """Admission network or cell: calibrate each snapshot's acceptance bias to eps on the
+    validation seed (one-sided 95% bound)."""
+    calibration_arrivals: int | None = None
+    """Arrivals per calibration evaluation (None: by budget, smoke 4000, quick 50000, full 200000)."""
+    budget: str = "quick"
+    """Tuning, validation and comparison sizes: smoke (checks the wiring in seconds, decides
+    nothing), quick or full (drl_ac.study.BUDGETS)."""
+    out: Path | None = None
+    """The study's folder (None: checkpoints/<scenario>): the files of a load in OUT/load-X,
+    or in OUT itself without loads."""
+    force: bool = False
+    """Overwrite the policy files an earlier study (or a shipped policy) left in OUT."""
+    workers: int | None = None
+    """Loads run at once in local processes (None: one per load up to the CPUs; 1: in this
+    process, in turn)."""
+    ray: str | None = None
+    """Run the loads as Ray tasks: local (a fresh local Ray), auto (RAY_ADDRESS or a running
+    local cluster), host:6379 or ray://host:10001; None: local processes."""
+    quiet: bool = False
+    """No progress lines."""
+
+    def __post_init__(self) -> None:
+        from drl_ac.learning.trainer import COSTS, _check
+
+        self.out = Path(self.out) if self.out is not None else None
+        if self.loads is not None:
+            self.loads = tuple(float(x) for x in self.loads)
+            if not self.loads or any(not (math.isfinite(x) and x > 0) for x in self.loads):
+                raise ValueError(f"loads (--loads) must be numbers > 0, got {list(self.loads)}. Fix: give fractions "
+                                 "of the reference rate, e.g. --loads 0.5 0.9, or leave them out for the scenario "
+                                 "as it is.")
+            if len(set(self.loads)) != len(self.loads):
+                raise ValueError(f"loads (--loads): {list(self.loads)} repeats a load. Fix: give each load once.")
+        self.seeds, self.costs = tuple(self.seeds), tuple(self.costs)
+        self.hidden = None if self.hidden is None else tuple(self.hidden)
+        self.quantiles = tuple(float(q) for q in self.quantiles)
+        _check(self.seed, "seed", "--seed", lambda v: isinstance(v, int) and v >= 0, "an integer >= 0",
+               "give a non-negative seed")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds (--seeds) must be distinct learner seeds, at least one, got {list(self.seeds)}. "
+                             "Fix: e.g. --seeds 0 1.")
+        bad = [c for c in self.costs if c not in COSTS]
+        if bad or not self.costs:
+            raise ValueError(f"costs (--costs): {bad or 'none'} not among {', '.join(COSTS)}. Fix: e.g. --costs "
+                             "holding.")
+        _check(self.snapshots, "snapshots", "--snapshots", lambda v: isinstance(v, int) and v >= 1,
+               "an integer >= 1", "give the greedy policies kept per learner, e.g. 3")
+        if any(not 0 < q < 1 for q in self.quantiles):
+            raise ValueError(f"quantiles (--quantiles) must be in (0, 1), got {list(self.quantiles)}. Fix: e.g. "
+                             "--quantiles 0.5 0.9.")
+        if self.budget not in study.BUDGETS:
+            raise ValueError(f"budget (--budget): unknown {self.budget!r}. Fix: use one of {', '.join(study.BUDGETS)}.")
+        for name, flag in (("workers", "--workers"), ("calibration_arrivals", "--calibration-arrivals")):
+            if getattr(self, name) is not None:
+                _check(getattr(self, name), name, flag, lambda v: isinstance(v, int) and v >= 1, "an integer >= 1",
+                       "give a positive number or leave it out")
+        for seed in self.seeds:  # the learners' settings, checked by TrainConfig now, not after the tuning
+            self.train_config(seed, self.costs[0])
+
+    def train_config(self, seed: int, cost: str):
+        """The ``TrainConfig`` of the learner with ``seed`` and ``cost``; fields left None keep
+        TrainConfig's defaults (a backlog reset only under the holding cost, which needs it)."""
+        from drl_ac.learning.learner import LearnerConfig
+        from drl_ac.learning.trainer import TrainConfig
+
+        given = {k: getattr(self, k) for k in ("steps", "num_envs", "updates_per_step", "exploration_start",
+                                               "reset_backlog", "eps")}
+        if cost != "holding":
+            given["reset_backlog"] = 0
+        learner = {k: v for k, v in (("hidden", self.hidden), ("lr", self.lr)) if v is not None}
+        if "hidden" in learner:
+            learner["hidden"] = tuple(int(h) for h in learner["hidden"])
+        return TrainConfig(scenario=self.scenario, seed=int(seed), cost=cost, learner=LearnerConfig(**learner),
+                           **{k: v for k, v in given.items() if v is not None})
+
+    def folder(self) -> Path:
+        return self.out if self.out is not None else Path("checkpoints") / Path(self.scenario).stem
+
+    def load_folder(self, load: float | None) -> Path:
+        """Where the files of ``load`` go (None: the scenario as it is)."""
+        return self.folder() if load is None else self.folder() / f"load-{load:g}"
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        return {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v) for k, v in out.items()}
+
+    def command(self) -> str:
+        """The command line of ``experiments/study.py`` that runs this study."""
+        parts = ["python", "experiments/study.py"]
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value == f.default or (f.default_factory is not dataclasses.MISSING and value == f.default_factory()):
+                continue
+            flag = "--" + f.name.replace("_", "-")
+            if isinstance(value, bool):
+                parts.append(flag if value else "--no-" + f.name.replace("_", "-"))
+            elif isinstance(value, tuple):
+                parts += [flag, *map(str, value)]
+            else:
+                parts += [flag, str(value)]
+        return " ".join(parts)
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each field of a dataclass (its source read by ``ast``), one line each."""
+    tree = ast.parse(inspect.getsource(cls))
+    body = tree.body[0].body
+    docs = {}
+    for node, after in zip(body, body[1:], strict=False):
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
+            docs[node.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
+# ---------------------------------------------------------------- the spec at a load
+def reference_rate(spec: NetworkSpec) -> float:
+    """The arrival rate a load is a fraction of (``StudyConfig.loads`` says which, per system)."""
+    name = spec.system.name
+    if name == "redundancy":
+        return float(spec.system.capacities()[spec.redundancy.choices[0]])
+    if name == "pools":
+        return best_threshold_bound(spec)
+    return spec.arrival_rate
+
+
+def best_threshold_bound(spec: NetworkSpec) -> float:
+    """The largest arrival rate at which rerouting after tau in service on the signalled pool,
+    tau at its best, is stable (``drl_ac.theory.pools``: exact for reroute)."""
+    from drl_ac.theory.pools import PoolsModel, PoolsPolicy, best_tau
+
+    p = spec.pools
+    policy = PoolsPolicy(knowledge=p.knowledge, q=p.q, f=p.f, assignment=p.assign, p_split=p.p_split,
+                         action="reroute", restart=p.restart)
+    return float(best_tau(PoolsModel(p.p, p.speeds, p.servers), policy, p.size, same_tau=True).bound)
+
+
+def _scaled(stream: dict[str, Any], factor: float, name: str) -> dict[str, Any]:
+    """An arrival stream (``NetworkSpec.to_dict``'s form) with ``factor`` times its rate: a
+    renewal law's gaps divided by ``factor`` (same shape), a Poisson profile multiplied."""
+    s = dict(stream)
+    if "profile" in s:
+        profile = dict(s["profile"])
+        if "table" in profile:
+            profile["table"] = [factor * x for x in profile["table"]]
+        else:
+            s["rate"] = factor * s["rate"]
+        return {**s, "profile": profile}
+    for key, power in (("rate", 1), ("mean", -1), ("scale", -1), ("rates", 1), ("values", -1)):
+        if key in s:
+            s[key] = [x * factor ** power for x in s[key]] if isinstance(s[key], list) else s[key] * factor ** power
+            return s
+    raise SpecError("arrival", f"{name}: cannot rescale an arrival law {s.get('dist')!r}",
+                    "give the arrivals as a renewal law with a mean (or a Poisson rate), or run without loads")
+
+
+def at_load(spec: NetworkSpec, load: float) -> NetworkSpec:
+    """``spec`` with its arrival rate set to ``load`` x ``reference_rate(spec)`` (the law of the
+    gaps kept, scaled in time), named ``name@load``. Single-class arrivals only: a spec with
+    job classes or a cell's per-type arrivals raises a SpecError."""
+    if not (math.isfinite(load) and load > 0):
+        raise SpecError("loads", f"must be > 0, got {load!r}", "give a fraction of the reference rate, e.g. 0.9")
+    cfg = spec.to_dict()
+    if "arrival" not in cfg:
+        raise SpecError("arrival", f"{spec.name}: at_load sets a single arrival stream's rate, and this "
+                        f"{spec.system.name} has one stream per job class or UE type",
+                        "run the study without loads (the scenario as it is), or write one scenario per load")
+    target = load * reference_rate(spec)
+    cfg["arrival"] = _scaled(cfg["arrival"], target / spec.arrival_rate, spec.name)
+    cfg["name"] = f"{spec.name}@{load:g}"
+    out = NetworkSpec.from_dict(cfg)
+    if not math.isclose(out.arrival_rate, target, rel_tol=1e-9):
+        raise SpecError("arrival", f"{spec.name}: rescaled to rate {out.arrival_rate:.6g}, wanted {target:.6g}",
+                        "give the arrivals as a renewal law with a finite mean, or run without loads")
+    return out
+
+
+# ---------------------------------------------------------------- one load
+def candidates(config: StudyConfig, spec: NetworkSpec, tuned: dict, say: Say) -> tuple[list, list[str]]:
+    """The learned candidates of a study (the module's step 4) and the snapshots' labels."""
+    from drl_ac.evaluation.calibration import calibrate_bias
+    from drl_ac.evaluation.selection import VALIDATION, Candidate, train_snapshots
+
+    configs = [config.train_config(s, c) for s in config.seeds for c in config.costs]
+    taken = train_snapshots(spec, configs, config.snapshots, say)
+    if not taken:
+        raise RuntimeError(f"{spec.name}: no learner kept a snapshot (every run's job table filled before its first). "
+                           "Fix: lower --exploration-start, set --reset-backlog, or use a lower load.")
+    labels = [c.label for c in taken]
+    kind = spec.system.kind
+    if kind == "control":
+        default = study.best_constant(spec, tuned)
+        if default is None:
+            say("no constant action is stationary and stable on the tuning seed: the snapshots are not guarded")
+            return taken, labels
+        return study.guard_candidates(taken, spec, default, config.seed, config.quantiles), labels
+    if not config.calibrate:
+        return taken, labels
+    arrivals = config.calibration_arrivals or CALIBRATION[config.budget]
+    out = []
+    for c in taken:
+        bias, m = calibrate_bias(c.section, spec, spec.eps, arrivals=arrivals, seed=config.seed + VALIDATION)
+        section = {**c.section, "bias": bias,
+                   "calibration": {"target": spec.eps, "confidence": 0.95, "arrivals": m["arrivals"],
+                                   "violation": m["violation"], "violation_upper": m["violation_upper"],
+                                   "seed": config.seed + VALIDATION}}
+        say(f"calibrated {c.label}: bias {bias:.4f}, violation upper bound {m['violation_upper']:.4f}")
+        out.append(Candidate(f"{c.label}, calibrated", section))
+    return out, labels
+
+
+def choose(cands: Sequence, spec: NetworkSpec, seed: int, budget: str, say: Say) -> tuple[Any, list[dict]]:
+    """The candidate with the best headline in steady state on seed + VALIDATION among the
+    stationary ones meeting the constraint with 95% confidence, the first of those (best
+    first) whose stability verdict is not ``unstable``; and every candidate's score. When none
+    qualifies, the best by (stationary, feasible, headline), marked ``"fallback"``."""
+    from drl_ac.evaluation.selection import VALIDATION
+    from drl_ac.evaluation.steady import stability, steady_state
+
+    head = spec.system.headline
+    sign = -1.0 if head.sense == "max" else 1.0  # sort key: smaller is better
+    options = study.BUDGETS[budget]
+    scored = []
+    for c in cands:
+        m = steady_state(c.policy(), spec, seed=seed + VALIDATION, **options["evaluation"])
+        s = {"label": c.label, head.measure: m[head.measure], f"{head.measure}_ci": m[f"{head.measure}_ci"],
+             "stationary": bool(m["stationary"]), "feasible": study.feasible(m, spec, strict=True)}
+        if head.constraint is not None:
+            s[head.constraint] = m[head.constraint]
+        scored.append(s)
+        say(f"validation: {c.label}: {head.measure} {s[head.measure]:.4f}"
+            f"{'' if s['stationary'] else ', NOT stationary'}{'' if s['feasible'] else ', constraint not met'}")
+    value = [sign * s[head.measure] if math.isfinite(s[head.measure]) else math.inf for s in scored]
+    usable = sorted((i for i, s in enumerate(scored) if s["stationary"] and s["feasible"]), key=lambda i: value[i])
+    chosen = None
+    for i in usable:
+        verdict = stability(cands[i].policy(), spec, seed=seed + VALIDATION + 1, **options["stability"])
+        scored[i]["stability"] = verdict.to_dict()
+        say(f"stability of {cands[i].label}: {verdict.describe()}")
+        if verdict.verdict != "unstable":
+            chosen = i
+            break
+    if chosen is None:
+        chosen = min(range(len(scored)), key=lambda i: (not scored[i]["stationary"], not scored[i]["feasible"],
+                                                         value[i]))
+        scored[chosen]["fallback"] = ("no candidate was stationary, met the constraint and was stable on the "
+                                      "validation seed: the best by (stationary, constraint met, headline)")
+    scored[chosen]["chosen"] = True
+    say(f"chose {cands[chosen].label}")
+    return cands[chosen], scored
+
+
+def study_load(job: dict[str, Any], say: Say | None = None) -> dict[str, Any]:
+    """One load of a study (the module's steps 1 to 6 but the files): a job for a local
+    process or a Ray task. ``job``: ``{"config": StudyConfig.to_dict(), "load": float | None}``.
+    Runs on one torch thread (restored after), so its numbers depend on its seeds only."""
+    import torch
+
+    from drl_ac.checkpoint import LoadedPolicy
+
+    config = StudyConfig(**job["config"])
+    load = job["load"]
+    t0 = time.perf_counter()
+    if say is None:
+        from drl_ac.cli import progress_printer
+        printer = progress_printer(config.quiet)
+        tag = f"[{Path(config.scenario).stem}{'' if load is None else f' load {load:g}'}] "
+        say = lambda text: printer(tag + text)  # noqa: E731
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        base = load_spec(config.scenario, eps=config.eps) if config.eps is not None else load_spec(config.scenario)
+        spec = base if load is None else at_load(base, load)
+        say(f"{spec.system.describe()}")
+        tuned = study.tune_rules(spec, config.seed, config.budget, say)
+        cands, learners = candidates(config, spec, tuned, say)
+        chosen, scored = choose(cands, spec, config.seed, config.budget, say)
+        rows, verdict = study.compare(LoadedPolicy(chosen.section), spec, config.seed, config.budget, say, tuned=tuned)
+    finally:
+        torch.set_num_threads(threads)
+    say(verdict.line())
+    plain = study.json_rows(rows)
+    section = {**chosen.section, "selection": {"chosen": chosen.label, "scores": scored},
+               "metrics": {**plain["learned"], "scenario": spec.name, "load": load, "seed": config.seed,
+                           "chosen": chosen.label, "verdict": verdict.outcome}}
+    stability = {name: m.get("stability") or {"verdict": "unstable", "why": m.get("unstable")}
+                 for name, m in plain.items()}
+    head = spec.system.headline
+    return {"load": load, "base": base.name, "scenario": spec.name, "rate": spec.arrival_rate,
+            "reference_rate": None if load is None else spec.arrival_rate / load, "headline": head.measure,
+            "headline_label": head.label, "constraint": head.constraint, "eps": spec.eps, "section": section,
+            "rows": plain, "verdict": verdict.to_dict(), "verdict_line": verdict.line(), "stability": stability,
+            "validation": scored, "chosen": chosen.label, "learners": learners,
+            "report": report(spec, plain, verdict, chosen.label, load), "seconds": time.perf_counter() - t0}
+
+
+# ---------------------------------------------------------------- reports
+def _cell(m: dict, key: str | None) -> str:
+    if key is None:
+        return ""
+    if "arrivals" not in m:
+        return "not simulated"
+    lo, hi = m[f"{key}_ci"]
+    return f"{m[key]:.4f} [{lo:.4f}, {hi:.4f}]"
+
+
+def _stability(m: dict) -> str:
+    s = m.get("stability")
+    if s is None:
+        return f"unstable ({m.get('unstable')})"
+    if s["verdict"] == "loss system":
+        return "stable (loss system)"
+    return f"{s['verdict']} (drift {s['drift']:+.4f} +- {s['drift_se']:.4f})"
+
+
+def report(spec: NetworkSpec, rows: dict[str, dict], verdict: study.Verdict, chosen: str, load: float | None) -> str:
+    """A load's markdown: the table of every row (headline and constraint with 95% intervals,
+    stability), the verdict line and the paired difference."""
+    head = spec.system.headline
+    cols = [head.measure] + ([head.constraint] if head.constraint else [])
+    lines = [f"# {spec.name}{'' if load is None else f' (load {load:g})'}: {head.text(spec.eps)}", "",
+             f"Learned: {chosen}.", "",
+             "| policy | rule | " + " | ".join(f"{c} [95% CI]" for c in cols) + " | stability |",
+             "|---|---|" + "---|" * len(cols) + "---|"]
+    lines += [f"| {name} | {m['rule']} | " + " | ".join(_cell(m, c) for c in cols) + f" | {_stability(m)} |"
+              for name, m in rows.items()]
+    lines += ["", verdict.line()]
+    d = verdict.difference
+    if d is not None:
+        lines.append(f"\nPaired difference, learned - {verdict.best_rule} on {head.measure}: {d['difference']:+.4f} "
+                     f"[{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}] (95%, {'paired over instances' if d['paired'] else 'unpaired'})")
+    return "\n".join(lines) + "\n"
+
+
+def summary(results: list[dict]) -> str:
+    """The study's markdown: one row per load (learned and best rule with 95% intervals, the
+    paired difference, the verdict, the learned controller's stability)."""
+    lines = ["| load | rate | learned | best rule | learned - best [95% CI] | verdict | stability of learned |",
+             "|---|---|---|---|---|---|---|"]
+    for r in results:
+        v, head = r["verdict"], r["headline"]
+        best = r["rows"].get(v["best_rule"]) if v["best_rule"] else None
+        d = v["difference"]
+        diff = "" if d is None else f"{d['difference']:+.4f} [{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}]"
+        load = "as is" if r["load"] is None else f"{r['load']:g}"
+        rule = "none" if best is None else f"{v['best_rule']}: {_cell(best, head)}"
+        lines.append(f"| {load} | {r['rate']:.4g} | {_cell(r['rows']['learned'], head)} | {rule} | {diff} | "
+                     f"{v['outcome']} | {_stability(r['rows']['learned'])} |")
+    outcomes = [r["verdict"]["outcome"] for r in results]
+    lines += ["", f"Learned better than the best rule at {outcomes.count('better')} of {len(results)} load(s), no "
+              f"worse at {outcomes.count('no worse')}, worse at {outcomes.count('worse')}"
+              + (f", no comparator at {outcomes.count('no comparator')}" if "no comparator" in outcomes else "") + "."]
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: list[dict], path: Path, title: str) -> Path:
+    """The headline per load, learned against each load's best rule, with 95% intervals."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    head = results[0]["headline"]
+    loads = [r["load"] for r in results]
+    x = np.arange(len(results), dtype=float) if None in loads else np.asarray(loads, float)
+    shift = 0.01 * (np.ptp(x) or 1.0)  # the two series side by side
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for k, (name, pick) in enumerate((("learned", lambda r: "learned"),
+                                      ("best rule", lambda r: r["verdict"]["best_rule"]))):
+        pts = [(xi + (2 * k - 1) * shift, r["rows"][pick(r)]) for xi, r in zip(x, results, strict=True)
+               if pick(r) in r["rows"] and "arrivals" in r["rows"][pick(r)]]
+        if pts:
+            y = np.array([m[head] for _, m in pts])
+            ci = np.array([m[f"{head}_ci"] for _, m in pts], float)
+            ax.errorbar([p for p, _ in pts], y, yerr=[y - ci[:, 0], ci[:, 1] - y], marker="o", capsize=3,
+                        label=name)
+    if None in loads:
+        ax.set_xticks(x, ["as is"] * len(x))
+    else:
+        ax.set_xlabel("load (fraction of the reference rate)")
+    ax.set_ylabel(results[0]["headline_label"])
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def commit() -> str | None:
+    """This checkout's short commit, or None outside git."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+# ---------------------------------------------------------------- running the jobs
+def run_jobs(fn: Callable[[dict], dict], jobs: list[dict], workers: int = 1, ray: str | None = None
+             ) -> Iterator[dict]:
+    """``fn`` over ``jobs``, each result yielded in order as soon as it is there (a study writes
+    a load's files then: a later job's failure keeps them): as Ray tasks (``ray``: an address,
+    see ``drl_ac.evaluation.sweep._ray_connect``; a connection made here is closed at the
+    end), else in a pool of ``workers`` spawned processes (fresh interpreters), else (one
+    worker or one job) in this process."""
+    if ray is not None:
+        from drl_ac.evaluation.sweep import RAY_HINT, _ray_connect
+        try:
+            import ray as ray_module
+        except ImportError:
+            raise RuntimeError(RAY_HINT) from None
+        connected = _ray_connect(ray_module, ray)
+        try:
+            remote = ray_module.remote(num_cpus=1)(fn)
+            for ref in [remote.remote(j) for j in jobs]:
+                yield ray_module.get(ref)
+        finally:
+            if connected:
+                ray_module.shutdown()
+    elif workers <= 1 or len(jobs) <= 1:
+        yield from map(fn, jobs)
+    else:
+        with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn")) as pool:
+            yield from pool.map(fn, jobs)
+
+
+def run_study(config: StudyConfig, progress: Say = lambda s: None) -> dict[str, Any]:
+    """Run ``config`` (the module's steps, one job per load) and write its files, a load's as
+    soon as it is done. Returns the study's summary: config, command, commit, per load its
+    folder, files, verdict and chosen candidate, the table of study.md, the study's files and
+    seconds."""
+    from drl_ac.checkpoint import save_policy_folder, write_json
+
+    t0 = time.perf_counter()
+    out = config.folder()
+    loads: list[float | None] = list(config.loads) if config.loads is not None else [None]
+    held = [config.load_folder(load) for load in loads if (config.load_folder(load) / "policy.pt").exists()]
+    if held and not config.force:
+        raise ValueError(f"out (--out): {held[0]} already holds a policy (an earlier study's, or a shipped one). Fix: "
+                         "choose another --out, or pass --force to overwrite it.")
+    workers = config.workers or min(len(loads), os.cpu_count() or 1)
+    local = config.ray is None and (workers <= 1 or len(loads) <= 1)
+    where = f"Ray ({config.ray})" if config.ray is not None else f"{1 if local else min(workers, len(loads))} process(es)"
+    progress(f"study of {config.scenario}: {len(loads)} load(s) on {where}, budget {config.budget}")
+    jobs = [{"config": config.to_dict(), "load": load} for load in loads]
+    fn = (lambda job: study_load(job, lambda s: progress(_tag(job) + s))) if local else study_load
+    head = {"config": config.to_dict(), "command": config.command(), "commit": commit()}
+    results, summaries = [], []
+    for r in run_jobs(fn, jobs, 1 if local else workers, config.ray):
+        folder = config.load_folder(r["load"])
+        files = [str(p) for p in save_policy_folder(r["section"], folder)]
+        comparison = {**head, **{k: v for k, v in r.items() if k not in ("section", "report")}}
+        files.append(str(write_json(folder / "comparison.json", comparison)))
+        (folder / "report.md").write_text(r["report"])
+        files.append(str(folder / "report.md"))
+        summaries.append({"load": r["load"], "rate": r["rate"], "folder": str(folder), "files": files,
+                          "chosen": r["chosen"], "verdict": r["verdict"], "verdict_line": r["verdict_line"],
+                          "stability": r["stability"]["learned"], "seconds": r["seconds"]})
+        results.append(r)
+        progress(f"wrote {folder}: {r['verdict_line']}")
+    spec_name = results[0]["base"]
+    table = summary(results)
+    (out / "study.md").write_text(f"# Study of {spec_name} (budget {config.budget})\n\n{table}\n"
+                                  f"Command: `{config.command()}`\n")
+    files = [str(out / "study.md"), str(plot(results, out / "study.png", f"{spec_name}: learned vs the best rule, 95% CI"))]
+    files.append(str(out / "study.json"))
+    result = {**head, "loads": summaries, "table": table, "files": files, "seconds": time.perf_counter() - t0}
+    write_json(out / "study.json", result)
+    progress(f"wrote {', '.join(files)}")
+    return result
+
+
+# ---------------------------------------------------------------- the command line
+def _argument(name: str, hint: Any, default: Any, doc: str) -> dict[str, Any]:
+    """argparse's options of one field from its type: X | None reads X, a tuple one or more
+    values, a bool is --flag / --no-flag; help is the field's docstring."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in args:
+        hint = next(a for a in args if a is not type(None))
+    options: dict[str, Any] = {"default": default, "help": doc.replace("%", "%%")}
+    if hint is bool:
+        options["action"] = argparse.BooleanOptionalAction
+    elif typing.get_origin(hint) is tuple:
+        options.update(type=typing.get_args(hint)[0], nargs="+")
+        if default is not None:
+            options["help"] += f" (default: {' '.join(map(str, default))})"
+    else:
+        options["type"] = hint
+    if name == "ray":  # --ray alone: a fresh local Ray
+        options.update(nargs="?", const="local", metavar="ADDRESS")
+    return options
+
+
+def build_parser(preset: StudyConfig | None = None, description: str | None = None) -> argparse.ArgumentParser:
+    """One flag per ``StudyConfig`` field (``--num-envs`` for ``num_envs``), its default
+    ``preset``'s value (a script's study; default ``StudyConfig()``)."""
+    from drl_ac.cli import HelpFormatter
+
+    preset = preset if preset is not None else StudyConfig()
+    p = argparse.ArgumentParser(description=description, formatter_class=HelpFormatter)
+    docs, hints = field_docs(StudyConfig), typing.get_type_hints(StudyConfig)
+    for f in dataclasses.fields(StudyConfig):
+        p.add_argument("--" + f.name.replace("_", "-"), **_argument(f.name, hints[f.name], getattr(preset, f.name),
+                                                                    docs.get(f.name, "")))
+    return p
+
+
+def main(argv: list[str] | None = None, preset: StudyConfig | None = None, description: str | None = None) -> dict:
+    """The command line of a study (``experiments/study.py``; a script with its own ``preset``
+    study, every flag still accepted): progress on stderr, the study's table and verdicts on
+    stdout; a bad setting is one line ``error: ...`` and exit status 2."""
+    from drl_ac.cli import progress_printer
+
+    args = build_parser(preset, description).parse_args(argv)
+    try:
+        config = StudyConfig(**vars(args))
+        result = run_study(config, progress_printer(config.quiet))
+    except (ValueError, SpecError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    print(result["table"])
+    print("\n".join(entry["verdict_line"] for entry in result["loads"]))
+    print(f"wrote {config.folder()}")
+    return result
+
+
+def _tag(job: dict) -> str:
+    return "" if job["load"] is None else f"[load {job['load']:g}] "
+
+
+__all__ = ["CALIBRATION", "StudyConfig", "at_load", "best_threshold_bound", "build_parser", "choose", "field_docs",
+           "main", "reference_rate", "run_jobs", "run_study", "study_load"]
