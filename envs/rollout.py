@@ -77,7 +77,7 @@ def settled(levels: np.ndarray, z: float = 3.0) -> tuple[int, bool]:
     return cut, abs(float(diff.mean())) <= z * se
 
 
-def warm_up(driver: Driver, policy: Policy, chunk: int = 100, min_steps: int = 1_000, max_steps: int = 40_000) -> int:
+def warm_up(driver: Driver, policy: Policy, chunk: int = 50, min_steps: int = 400, max_steps: int = 40_000) -> int:
     """Run ``policy`` until the system is stationary; returns the steps taken.
 
     Instances start empty, so the number in system drifts up (under accept-all at high load

@@ -13,20 +13,12 @@ its dropping, P(dropped | admitted) (its rows' ``accepted`` = carried).
 
 from __future__ import annotations
 
-import math
 import time
 from statistics import NormalDist
 
 from drl_ac.checkpoint import LoadedPolicy
-from drl_ac.evaluation.metrics import (
-    cell_summary,
-    engine_options,
-    evaluate,
-    instances,
-    summarize,
-)
-from envs import Driver, NetworkSpec
-from envs.rollout import collect, warm_up
+from drl_ac.evaluation.metrics import SharedStart, evaluate
+from envs import NetworkSpec
 
 
 def upper_bound(m: dict, confidence: float) -> float:
@@ -49,22 +41,15 @@ def calibrate_bias(section: dict, spec: NetworkSpec, target: float, arrivals: in
     phases, windows in time; lockstep instances cannot share a warm-up there: in the steps a
     busy hour needs to warm up, a quiet one lives through several hours), on the same seed.
     """
-    num_envs = instances(arrivals, num_envs)
     start = LoadedPolicy(section)
     if spec.period is not None:
         def evaluated(policy: LoadedPolicy) -> dict:
             return evaluate(policy, spec, arrivals, seed, num_envs)
     else:
-        driver = Driver(spec, num_envs, seed=seed, encoding=start.encoding, **engine_options(spec))
-        warmup = warm_up(driver, start)
-        warmed = driver.engine.get_state()
-        steps = math.ceil(arrivals / num_envs)
+        shared = SharedStart(spec, seed, settle, first=start, encoding=start.encoding)
 
         def evaluated(policy: LoadedPolicy) -> dict:
-            driver.engine.set_state(warmed)
-            done, _ = collect(driver, policy, steps, settle)
-            out = {**summarize(done, num_envs), "warmup_steps": warmup + settle}
-            return out if spec.system.name != "cell" else {**out, **cell_summary(done, num_envs, spec.num_classes)}
+            return shared(policy, arrivals, num_envs)
 
     def run(bias: float) -> dict:
         m = evaluated(LoadedPolicy({**section, "bias": bias}))

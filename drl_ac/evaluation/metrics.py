@@ -290,6 +290,36 @@ def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: i
     return out
 
 
+class SharedStart:
+    """Evaluations of many policies of one non-periodic system from one stationary state:
+    the instances are warmed up once (``envs.rollout.warm_up``, by ``first`` or by the first
+    policy evaluated), and every policy then starts from that state, settles for ``settle``
+    steps and is measured over the same arrivals and service times after it. Common random
+    numbers at the cost of one warm-up instead of one per policy: what a search over a rule's
+    parameter or a calibration's bias needs, where neighbouring candidates have nearly the
+    same stationary state (a periodic system cannot share one: see ``evaluate``)."""
+
+    def __init__(self, spec: NetworkSpec, seed: int, settle: int = 50, first: Policy | None = None,
+                 encoding=None):
+        self.spec, self.seed, self.settle, self.first, self.encoding = spec, seed, settle, first, encoding
+        self.warm: dict[int, tuple[Driver, dict, int]] = {}  # instances -> (driver, warmed state, warm-up steps)
+
+    def __call__(self, policy: Policy, arrivals: int, num_envs: int) -> dict:
+        num_envs = instances(arrivals, num_envs)
+        if num_envs not in self.warm:
+            driver = Driver(self.spec, num_envs, seed=self.seed, encoding=self.encoding,
+                            **engine_options(self.spec))
+            steps = warm_up(driver, self.first or policy)
+            self.warm[num_envs] = (driver, driver.engine.get_state(), steps)
+        driver, state, steps = self.warm[num_envs]
+        driver.engine.set_state(state)
+        done, _ = collect(driver, policy, math.ceil(arrivals / num_envs), self.settle)
+        out = {**summarize(done, num_envs), "warmup_steps": steps + self.settle}
+        if self.spec.system.name == "cell":
+            out.update(cell_summary(done, num_envs, self.spec.num_classes))
+        return out
+
+
 def format_metrics(m: dict, spec: NetworkSpec | None = None) -> str:
     """One line of a run's measures in its system's language (``spec.system``: a control
     system's mean response time, not a violation; without a spec, guessed from the keys)."""
