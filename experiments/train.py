@@ -342,15 +342,20 @@ def run(args: argparse.Namespace, given: set[str] | None = None) -> dict:
     state = {"last": trainer.decisions, "t0": time.perf_counter(), "d0": trainer.decisions,
              "ckpt": trainer.decisions}
     bar = None
+    control = trainer.spec.system.kind == "control"
 
     def callback(tr: Trainer) -> None:
         p = tr.progress()
         p["steps_per_s"] = (tr.decisions - state["d0"]) / max(time.perf_counter() - state["t0"], 1e-9)
         bar.update(tr.decisions - state["last"])
         state["last"] = tr.decisions
-        bar.set_postfix(viol=f"{p['greedy_violation']:.3f}", acc=f"{p['acceptance']:.3f}",
-                        obj=f"{p['objective']:.4f}", rbar=f"{p['rbar']:.3f}", lam=f"{p['lam']:.2f}",
-                        sps=f"{p['steps_per_s']:,.0f}", refresh=False)
+        if control:  # no violation, acceptance or multiplier: what the learner pays per decision
+            bar.set_postfix(cost=f"{p['mean_cost']:.3f}", rbar=f"{p['rbar']:.3f}", sps=f"{p['steps_per_s']:,.0f}",
+                            refresh=False)
+        else:
+            bar.set_postfix(viol=f"{p['greedy_violation']:.3f}", acc=f"{p['acceptance']:.3f}",
+                            obj=f"{p['objective']:.4f}", rbar=f"{p['rbar']:.3f}", lam=f"{p['lam']:.2f}",
+                            sps=f"{p['steps_per_s']:,.0f}", refresh=False)
         logger.log(p, step=tr.decisions)
         if tr.decisions - state["ckpt"] >= args.checkpoint_every:
             tr.save(ckpt)

@@ -58,7 +58,7 @@ BUDGETS: dict[str, dict[str, dict]] = {
                         "redundancy": {"num_envs": 32, "max_steps": 8_000},
                         "pools": {"num_envs": 32, "max_steps": 8_000}},
               "evaluation": {"num_envs": 128, "min_steps": 1_000, "max_steps": 16_000, "rel_se": 0.01},
-              "stability": {"num_envs": 32, "build_steps": 1_000, "steps": 2_000}},
+              "stability": {"num_envs": 16, "build_steps": 1_000, "steps": 2_000}},
     "full": {"rules": {"network": {"arrivals": 100_000}, "cell": {"arrivals": 100_000},
                        "redundancy": {"num_envs": 64, "max_steps": 32_000},
                        "pools": {"num_envs": 64, "max_steps": 32_000}},
