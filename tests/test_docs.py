@@ -8,7 +8,8 @@ scenario. Every ```python block runs (in order per page, in one scratch folder, 
 substitutions of PYTHON_BUDGETS), every ```yaml block that names a system loads, every
 relative link resolves, and the README stays short.
 
-Commands that take minutes even with tiny budgets are marked slow, with the reason
+Commands that take minutes even with tiny budgets, or more than about 10 s each where the
+default run would grow past two minutes, are marked slow with the reason and the time measured
 (python -m pytest -m slow tests/test_docs.py runs them).
 """
 
@@ -68,51 +69,57 @@ BUDGETS: dict[str, Budget] = {
         set={"--steps": "2000", "--num-envs": "64", "--eval-arrivals": "500", "--device": "cpu",
              "--out": "{out}", "--quiet": True, "--force": True},
         per="scenario", writes=TRAIN_FILES,
-        slow={"cell_5g": "the final evaluation and calibration of a periodic cell cover a whole day per "
-                         "instance: about 80 s even with 500 arrivals",
-              "pools": "an untrained dispatcher is unstable: its evaluation warms up to the 40,000-step cap "
-                       "(about 2 minutes)"}),
+        slow={"cell_5g": "calibration and evaluation of a periodic cell cover whole days per instance: "
+                         "55-71 s even with 500 arrivals",
+              "pools": "an untrained dispatcher is unstable: its evaluation warms up to the 40,000-step cap (67 s)"}),
     "experiments/evaluate.py": Budget(
         set={"--arrivals": "500", "--num-envs": "50", "--tune-arrivals": "500", "--tabular-decisions": "2000",
              "--quiet": True},
         per="checkpoint", stdout=True,
-        slow={"cell_5g": "a periodic cell is evaluated over whole days and its rules tuned on them (minutes)",
-              "paper_tandem --baselines": "tuning three rule families takes about 50 evaluations of 400+ warm-up "
-                                          "steps each: minutes even with 500 arrivals",
-              "pools --baselines": "the admission thresholds make pools unstable; the crash comes after the job "
-                                   "table grows to its cap (about 70 s)"},
+        slow={"cell_5g --baselines": "five cell rules tuned over whole days: more than 3 minutes even with 500 "
+                                     "arrivals",
+              "paper_tandem --baselines": "three rule families tuned by about 50 evaluations of 400+ warm-up steps "
+                                          "each: 127 s even with 500 arrivals",
+              "pools --baselines": "the admission thresholds make pools unstable; the crash comes once the job "
+                                   "table reaches its cap (67 s)"},
         xfail={"redundancy_ps --baselines": CONTROL_BASELINES.format("ValueError: operands could not be broadcast"),
                "pools --baselines": CONTROL_BASELINES.format("CapacityError")}),
     "experiments/cell.py": Budget(set={"--quick": True, "--out": "{out}", "--quiet": True},
                                   writes=("{out}/cell.json",),
-                                  slow="cell_5g's tuning and evaluation cover whole days even with --quick"),
+                                  slow="cell_5g's rules are tuned and evaluated over whole days: more than 3 "
+                                       "minutes even with --quick"),
     "experiments/optimality.py": Budget(
         set={"--steps": "2000", "--arrivals": "500", "--num-envs": "64", "--cell-envs": "32",
              "--json": "{out}/optimality.json"},
-        writes=("{out}/optimality.json",), slow="the exact optimum, a learner and its calibration per scenario"),
-    "experiments/ps_checks.py": Budget(stdout=True, slow="fixed sizes: 400 instances x 6,000 arrivals x 5 systems"),
+        writes=("{out}/optimality.json",),
+        slow={"mmc_c1": "a learner, its calibration and the exact optimum per M/M/c scenario: more than 3 minutes "
+                        "even with 2000 decisions"}),
+    "experiments/ps_checks.py": Budget(stdout=True, slow="fixed sizes, no flags: 400 instances x 6,000 arrivals x "
+                                                        "5 systems (43 s)"),
     "experiments/sweep.py": Budget(
         set={"--steps": "2000", "--num-envs": "64", "--arrivals": "500", "--lams": ["1", "8"], "--seeds": "0",
              "--workers": "1", "--out": "{out}"},
         writes=("{out}/sweep.json", "{out}/sweep.csv", "{out}/trials.csv"),
-        slow="a trainer, its evaluation and, with --ray, a local Ray per run"),
+        slow={"--ray": "starts and stops a local Ray (14 s)"}),
     "experiments/reproduce.py": Budget(
         set={"--scenarios": "paper_tandem", "--seeds": "1", "--steps": "2000", "--num-envs": "64",
              "--points": "2", "--arrivals": "500", "--out": "{out}"},
-        writes=("{out}/summary.json", "{out}/summary.md"), slow="trains and evaluates, then plots four curves"),
+        writes=("{out}/summary.json", "{out}/summary.md")),
     "experiments/stability.py": Budget(set={"--quick": True, "--out": "{out}/stability.json"},
                                        writes=("{out}/stability.json",),
-                                       slow="drift bisections from a backlog of fluid-state jobs"),
+                                       slow="drift bisections from a backlog even with --quick (26 s)"),
     "experiments/tails.py": Budget(set={"--arrivals": "20000", "--ks": ["100", "200"], "--out": "{out}"},
                                    writes=("{out}/hill.json", "{out}/hill.png")),
     "experiments/redundancy.py": Budget(set={"--quick": True, "--out": "{out}/redundancy.json"},
                                         writes=("{out}/redundancy.json",),
-                                        slow="tunes, trains two snapshots and evaluates every fixed d"),
+                                        slow="tunes, trains, chooses and evaluates every fixed d even with "
+                                             "--quick (26 s)"),
     "experiments/pools.py": Budget(set={"--quick": True, "--out": "{out}"}, writes=("{out}/pools.json",),
-                                   slow="drift bisections and simulated loads"),
+                                   slow="drift bisections and simulated loads even with --quick (9-13 s each)"),
     "experiments/pools_control.py": Budget(set={"--quick": True, "--out": "{out}/pools_control.json"},
                                            writes=("{out}/pools_control.json",),
-                                           slow="bounds by bisection, a grid of thresholds, a learner"),
+                                           slow="bounds by bisection, a grid of thresholds and a learner even with "
+                                                "--quick (20 s)"),
 }
 
 # Substitutions in ```python blocks (a block without one runs as written).
