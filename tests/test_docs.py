@@ -349,9 +349,13 @@ def test_python_blocks(page: Path, tmp_path):
 def test_yaml_blocks_load(page: Path):
     """A yaml block with a ``name`` is a whole system and must load; others must parse."""
     for start, text in blocks(page, "yaml"):
-        cfg = yaml.safe_load(text)
-        if isinstance(cfg, dict) and "name" in cfg:
-            NetworkSpec.from_dict(cfg, base_dir=page.parent)
+        where = f"{page.relative_to(ROOT)}:{start}"
+        try:
+            cfg = yaml.safe_load(text)
+            if isinstance(cfg, dict) and "name" in cfg:
+                NetworkSpec.from_dict(cfg, base_dir=page.parent)
+        except (yaml.YAMLError, ValueError) as exc:
+            pytest.fail(f"{where}: {exc}")
 
 
 def _slug(heading: str) -> str:
