@@ -33,6 +33,7 @@ from envs.engine import CapacityError
 from envs.rollout import set_arrival_speed, settled
 
 Policy = Callable[[np.ndarray], np.ndarray]
+Z = 3.0  # standard errors of a stability decision: a row judged unstable is never chosen, so false alarms cost
 
 
 class _Batches:
@@ -136,9 +137,9 @@ def steady_state(policy: Policy, spec: NetworkSpec, seed: int = 10_000, num_envs
 @dataclass(frozen=True)
 class Stability:
     """A policy's behaviour from a backlog: ``verdict`` is ``unstable`` (the number in system
-    grows over the second half of the horizon: the lower 95% bound of its drift > 0; or the
-    job table overflowed), ``stable`` (it does not, and the backlog shrank: the upper 95%
-    bound of N_end - N_backlog < 0), ``undecided`` (neither, after the longest horizon) or
+    grows over the second half of the horizon: its drift is more than ``Z`` standard errors
+    above 0; or the job table overflowed), ``stable`` (it does not, and the backlog shrank:
+    N_end - N_backlog more than ``Z`` standard errors below 0), ``undecided`` (neither, after the longest horizon) or
     ``loss system`` (nothing queues, so nothing can grow)."""
 
     verdict: str
@@ -199,7 +200,7 @@ def stability(policy: Policy, spec: NetworkSpec, seed: int = 20_000, num_envs: i
         slope = (end - mid) / (eng.now - t_mid)
         drift, se = float(slope.mean()), _se_mean(slope)
         shrink, shrink_se = float((end - built).mean()), _se_mean(end - built)
-        verdict = "unstable" if drift - 2 * se > 0 else ("stable" if shrink + 2 * shrink_se < 0 else "undecided")
+        verdict = "unstable" if drift - Z * se > 0 else ("stable" if shrink + Z * shrink_se < 0 else "undecided")
         result = Stability(verdict, drift, se, float(built.mean()), float(end.mean()), float((eng.now - t_built).mean()))
         if verdict != "undecided":
             break
