@@ -1,5 +1,5 @@
 """The ``cell:`` block of a system description: one 5G cell of C resource blocks shared by
-UE types (systems.md, section A), read and validated here; ``envs.kinds.cell`` simulates it.
+UE types (docs/systems/cell.md), read and validated here; ``envs.kinds.cell`` simulates it.
 
 ```yaml
 cell:

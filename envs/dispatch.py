@@ -154,14 +154,14 @@ class CopyToD:
                 eng.cancel(st, inst, rows[m], jid[m], s[m], when[m])
 
 
-# ---------------------------------------------------------------- two pools (systems.md B)
+# ---------------------------------------------------------------- two pools (docs/systems/pools.md)
 NONE, REROUTE, REPLICATE = 0, 1, 2
 _POLICY_CODE = {"none": NONE, "reroute": REROUTE, "replicate": REPLICATE}
 
 
 class PoolsDispatch:
     """Two FCFS pools (stations 0 and 1), job types with pool-dependent speeds, a first pool
-    chosen on arrival and, after tau in service there, reroute or replicate (systems.md B).
+    chosen on arrival and, after tau in service there, reroute or replicate (docs/systems/pools.md).
 
     Draws per job at arrival (job-table columns): ``ptype`` (its type), ``info`` (what the
     dispatcher knows: the type, the signal, or ``J`` = nothing), ``size`` X, ``size2`` X' (the

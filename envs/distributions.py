@@ -112,7 +112,7 @@ class PhaseMixture(Distribution):
     """Mixture of exponentials: rate ``rates[i]`` with probability ``probs[i]``.
 
     Unlike ``HyperExponential`` (balanced means, set by mean and SCV) the phases are free,
-    as in systems.md's redundancy example (rate 0.19 w.p. 0.1, 1.9 w.p. 0.9). In YAML:
+    as in the model's redundancy example (rate 0.19 w.p. 0.1, 1.9 w.p. 0.9). In YAML:
     ``{dist: hyperexponential, probs: [0.1, 0.9], rates: [0.19, 1.9]}``.
     """
 

@@ -7,7 +7,7 @@ Features, in order: jobs waiting per station (the paper's state); with
 arriving job's class, one-hot; with a periodic arrival profile the phase of the period
 (1 + sin, 1 + cos: shifted so that every feature is >= 0, which the Q-network's log1p
 input transform needs), so a controller can anticipate the busy hours. Two pools
-(systems.md B): jobs waiting per pool, busy servers per pool, then the arriving job's type
+(docs/systems/pools.md): jobs waiting per pool, busy servers per pool, then the arriving job's type
 information one-hot (``info_width`` = types + 1: the type or signal, last = nothing known).
 
 A cell (``spec.cell``) is observed as: UEs per type, PRBs in use, the arriving UE's type

@@ -4,7 +4,7 @@ Admission (the paper's eq. 7): its long-run average is the Lagrangian
 
     r_lam(pi) = -P(R, success) + lam * P(A) * (P(success | A) - (1 - eps)).
 
-A cell's goal is *min blocking* s.t. P(dropped | admitted) <= eps (systems.md A, and the LP of
+A cell's goal is *min blocking* s.t. P(dropped | admitted) <= eps (docs/systems/cell.md, and the LP of
 ``drl_ac.theory.cell``). Its Lagrangian, blocking + lam (drops - eps admissions) per decision,
 is paid per step (``blocking_reward``, with ``cell_charges``):
 

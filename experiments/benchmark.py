@@ -140,7 +140,7 @@ def redundancy_table(num_envs: int = 4096, decisions: int = 400_000) -> None:
 
 
 def pools_table(num_envs: int = 4096, decisions: int = 400_000) -> None:
-    """Two pools (systems.md B): 2 + 2 servers, speeds [[1, 0.1], [0.1, 1]], signal q = 0.8,
+    """Two pools (docs/systems/pools.md): 2 + 2 servers, speeds [[1, 0.1], [0.1, 1]], signal q = 0.8,
     replicate after tau = 1 in service (timers armed and firing), load 0.6 of the formula's bound."""
     from drl_ac.theory.pools import PoolsModel, PoolsPolicy, stability_bound
     bound = stability_bound(PoolsModel((0.5, 0.5), ((1.0, 0.1), (0.1, 1.0)), (2, 2)),
@@ -155,7 +155,7 @@ def pools_table(num_envs: int = 4096, decisions: int = 400_000) -> None:
 
 
 def cell_table(num_envs: int = 4096, decisions: int = 400_000) -> None:
-    """Cells (systems.md A): decisions per CPU second at B = num_envs in steady state, and the
+    """Cells (docs/systems/cell.md): decisions per CPU second at B = num_envs in steady state, and the
     share of time in probes (blocked UEs scored by a copy of the cell). A cell with a daily
     profile starts its instances spread over the day (``phase_offsets``) and warms up for
     ``relaxation_time``: from an empty night cell it would time only quiet hours."""

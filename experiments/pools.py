@@ -1,4 +1,4 @@
-"""Two server pools (systems.md B): the formula of drl_ac.theory.pools against the simulator.
+"""Two server pools (docs/systems/pools.md): the formula of drl_ac.theory.pools against the simulator.
 
     python experiments/pools.py                  # (a) loads, (b) stability, (c) latency vs tau
     python experiments/pools.py --only loads     # one part; --quick: small runs (what the test runs)
@@ -13,7 +13,7 @@
     replication: tau = 0 from arrival, a copy in each queue) and knowledge level, the
     formula's bound next to the limit measured by simulation (bisection on the sign of the
     drift of the number in system, experiments/stability.py's rule), one server per pool
-    by default (systems.md's case, where the formula overstates replication).
+    by default (the model's case, where the formula overstates replication).
 (c) Mean response time against tau for reroute and replicate at 80% of each policy's
     bound (the measured one where (b) ran, else the formula's); PNG in results/pools/.
 """

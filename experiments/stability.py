@@ -57,7 +57,7 @@ LAWS = {
     "iid hyperexponential scv 4 (NWU)": ("iid", {"dist": "hyperexponential", "mean": 1.0, "scv": 4.0},
                                          HyperExponential(1.0, 4.0)),
     "iid exponential": ("iid", {"dist": "exponential", "mean": 1.0}, Exponential(1.0)),
-    "iid H2 of systems.md (NWU)": ("iid", {"dist": "hyperexponential", "probs": [0.1, 0.9], "rates": [0.19, 1.9]},
+    "iid H2: rate 0.19 w.p. 0.1, 1.9 w.p. 0.9 (NWU)": ("iid", {"dist": "hyperexponential", "probs": [0.1, 0.9], "rates": [0.19, 1.9]},
                                    PhaseMixture((0.1, 0.9), (0.19, 1.9))),
 }
 

@@ -1,5 +1,5 @@
 """Response-time tails of redundancy-d with regularly varying (Lomax) sizes: the tail index
-is nu for identical copies and d * nu for i.i.d. copies (systems.md, section C).
+is nu for identical copies and d * nu for i.i.d. copies (docs/systems/redundancy.md).
 
     python experiments/tails.py                      # table + results/tails/hill.png
     python experiments/tails.py --nu 2.5 --d 2 --arrivals 600000

@@ -1,4 +1,4 @@
-"""Admission rules operators run in a 5G cell today (systems.md, section A), in the same
+"""Admission rules operators run in a 5G cell today (docs/systems/cell.md), in the same
 harness as the learned controller, each tuned for a scenario: the rule with the lowest
 blocking whose dropping P(dropped | admitted) stays <= eps *with its statistical margin*
 (one-sided 95% upper bound <= eps), on common random numbers (every candidate sees the same

@@ -1,4 +1,4 @@
-"""Exact loss-system results for a cell of C resource units (system A of systems.md).
+"""Exact loss-system results for a cell of C resource units (docs/systems/cell.md).
 
 Loads are in Erlangs (arrival rate times mean session length). Without channel
 dynamics these loss systems are insensitive: blocking depends on the session-length

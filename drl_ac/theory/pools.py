@@ -1,8 +1,8 @@
-"""Two server pools with rerouting and replication (system B of systems.md): the formula's
+"""Two server pools with rerouting and replication (docs/systems/pools.md): the formula's
 server time per job, effective loads and stability bound.
 
 Model. Job types j = 0..J-1 arrive with probabilities p_j; pool i (i = 0, 1 here, pools 1
-and 2 in systems.md) has N_i servers, one job per server. A type-j job on pool i needs
+and 2 in docs/systems/pools.md) has N_i servers, one job per server. A type-j job on pool i needs
 X / s_ij time, X its size (exponential with mean 1 unless ``size=`` says otherwise).
 ``PoolsModel.speeds[i][j]`` is s_ij: one row per pool, one column per type.
 
@@ -16,7 +16,7 @@ redoes all of X); ``restart="fresh"``: it needs an independent draw X' of the sa
 
 The formula assumes the job on b starts at once (no wait in b's queue). In server time
 that is exact for "none" and "reroute" at any load, but not for "replicate": a copy that
-waits overlaps less with its original (systems.md B reports how far off it is). With that
+waits overlaps less with its original (docs/systems/pools.md reports how far off it is). With that
 assumption the timer from the start of service and from arrival coincide.
 """
 
@@ -81,7 +81,7 @@ class PoolsModel:
 class PoolsPolicy:
     """Type knowledge, first-pool assignment and the threshold action.
 
-    knowledge: "full" (type known), "none", or one of the two partial forms of systems.md:
+    knowledge: "full" (type known), "none", or one of the two partial forms of docs/systems/pools.md:
       "signal" with accuracy ``q``: the job shows a signal equal to its type w.p. q, else one of
       the other J - 1 types uniformly at random (one type only: the signal is the type);
       "revealed" with fraction ``f``: the type is known for a fraction f of jobs, nothing for the rest.

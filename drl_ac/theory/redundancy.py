@@ -1,4 +1,4 @@
-"""Redundancy-d (system C of systems.md): N servers, each job copied to d distinct servers
+"""Redundancy-d (docs/systems/redundancy.md): N servers, each job copied to d distinct servers
 chosen uniformly at random, the first copy to finish cancels the others.
 
 Everything hinges on M = min(X_1..X_d), the work a job needs when all its copies are

@@ -1,4 +1,4 @@
-"""A 5G cell (systems.md, section A): a loss system of C PRBs, no queue; UEs of several
+"""A 5G cell (docs/systems/cell.md): a loss system of C PRBs, no queue; UEs of several
 types hold PRBs for their session, their demand following their channel (CQI).
 
 Event columns (``next_event``), in this order:

@@ -1,4 +1,4 @@
-"""A 5G cell (systems.md A; block ``cell:``, read by ``envs.cellspec``): one station of kind
+"""A 5G cell (docs/systems/cell.md; block ``cell:``, read by ``envs.cellspec``): one station of kind
 ``cell`` with C PRBs and one job class per UE type. The controller admits or blocks each new
 UE; nothing queues, so the cell is always stable, and its goal is to block as few new UEs
 as it can while keeping P(dropped | admitted) <= eps.

@@ -1,4 +1,4 @@
-"""Two server pools (systems.md B; block ``pools:``): two FCFS stations (``pool1``,
+"""Two server pools (docs/systems/pools.md; block ``pools:``): two FCFS stations (``pool1``,
 ``pool2``), job types with pool-dependent speeds, and per job the controller's choice of a
 first pool and of rerouting or replicating after tau in service there
 (``envs.dispatch.PoolsDispatch``). Every job is served: the goal is the mean response time.
@@ -68,7 +68,7 @@ class PoolAction:
 
 @dataclass(frozen=True)
 class Pools:
-    """Two server pools (system B of systems.md): ``servers`` = (N_1, N_2) FCFS servers, job
+    """Two server pools (docs/systems/pools.md): ``servers`` = (N_1, N_2) FCFS servers, job
     types with probabilities ``p`` and speeds ``speeds[i][j]`` (pool i, type j: a type-j job
     needs X / s_ij on pool i, X from ``size``).
 

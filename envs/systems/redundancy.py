@@ -1,4 +1,4 @@
-"""Redundancy-d (systems.md C; block ``redundancy:``): N identical single-server stations
+"""Redundancy-d (docs/systems/redundancy.md; block ``redundancy:``): N identical single-server stations
 (``server1..N``); the controller picks per job a replication degree d among the block's
 ``d``; the job is copied to d distinct servers chosen uniformly at random and the first copy
 to finish cancels the others (``envs.dispatch.CopyToD``). Every job is served: the goal is

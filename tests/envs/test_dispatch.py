@@ -1,5 +1,5 @@
 """Dispatch: probabilistic routing frequencies, and actions that choose the entry station;
-redundancy-d (CopyToD); two pools (PoolsDispatch, PoolTimers; systems.md B): reroute and
+redundancy-d (CopyToD); two pools (PoolsDispatch, PoolTimers; docs/systems/pools.md): reroute and
 replicate hand traces, M/M/N reductions, per-pool server time against drl_ac.theory.pools
 where its formula is exact, and the type signal."""
 
@@ -144,7 +144,7 @@ def test_stable_load_is_bounded_and_unstable_grows_at_the_fluid_rate():
             assert abs(slope) < 0.01 and n1 < 10
 
 
-# ---------------------------------------------------------------- two pools (systems.md B)
+# ---------------------------------------------------------------- two pools (docs/systems/pools.md)
 UNBALANCED = ((1.0, 0.1), (0.1, 1.0))  # speeds[pool][type]
 
 

@@ -1,4 +1,4 @@
-"""Cell loss systems against values recomputed independently (systems.md, section A), against
+"""Cell loss systems against values recomputed independently (docs/systems/cell.md), against
 generators solved in the test, and the admission LP against a hand solution."""
 
 import itertools

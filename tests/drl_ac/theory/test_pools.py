@@ -1,6 +1,6 @@
-"""Two pools with rerouting and replication (systems.md B): values worked by hand, limits,
+"""Two pools with rerouting and replication (docs/systems/pools.md): values worked by hand, limits,
 quadrature against the closed forms, a Monte Carlo of the per-job server time written from the
-policy's definition, and the orderings systems.md cites for the formula."""
+policy's definition, and the orderings docs/systems/pools.md cites for the formula."""
 
 import itertools
 import math
@@ -287,7 +287,7 @@ def test_monte_carlo_general_size(law, action, restart):
     assert_mc_close(M, pol, lambda rng, n: law.rvs(size=n, random_state=rng), law, seed=11)
 
 
-# ---------------------------------------------------------------- orderings (systems.md B)
+# ---------------------------------------------------------------- orderings (docs/systems/pools.md)
 
 
 @pytest.mark.parametrize("speeds", [UNBALANCED, BALANCED], ids=["unbalanced", "balanced"])
@@ -332,7 +332,7 @@ def test_balanced_no_replication_beats_full_replication_with_same_size():
 
 
 def test_systems_md_formula_range():
-    """systems.md B quotes the formula at 0.93-1.00 (unbalanced) and 1.0-1.26 (balanced) for
+    """docs/systems/pools.md quotes the formula at 0.93-1.00 (unbalanced) and 1.0-1.26 (balanced) for
     replication, size kept, no type information: tau from 1 down to 0."""
     for speeds, at1 in ((UNBALANCED, 0.93), (BALANCED, 1.26)):
         M = PoolsModel((0.5, 0.5), speeds)

@@ -1,4 +1,4 @@
-"""Redundancy-d results against systems.md (section C), closed forms derived here, Monte Carlo
+"""Redundancy-d results against docs/systems/redundancy.md, closed forms derived here, Monte Carlo
 of E[min], and the samplers of envs.distributions (so the survival dispatch cannot drift)."""
 
 import math
