@@ -33,7 +33,8 @@ from envs.engine import CapacityError
 from envs.rollout import set_arrival_speed, settled
 
 Policy = Callable[[np.ndarray], np.ndarray]
-Z = 3.0  # standard errors of a stability decision: a row judged unstable is never chosen, so false alarms cost
+Z_UNSTABLE = 3.0  # standard errors of growth that make a policy unstable (never chosen: false alarms cost)
+Z_GROWTH = 2.0  # a stable policy's backlog shrinks and shows no growth at this level in its second half
 
 
 class _Batches:
@@ -137,9 +138,11 @@ def steady_state(policy: Policy, spec: NetworkSpec, seed: int = 10_000, num_envs
 @dataclass(frozen=True)
 class Stability:
     """A policy's behaviour from a backlog: ``verdict`` is ``unstable`` (the number in system
-    grows over the second half of the horizon: its drift is more than ``Z`` standard errors
-    above 0; or the job table overflowed), ``stable`` (it does not, and the backlog shrank:
-    N_end - N_backlog more than ``Z`` standard errors below 0), ``undecided`` (neither, after the longest horizon) or
+    grows over the second half of the horizon: its drift is more than ``Z_UNSTABLE`` standard
+    errors above 0; or the job table overflowed), ``stable`` (the backlog shrank, N_end -
+    N_backlog more than ``Z_UNSTABLE`` standard errors below 0, and the second half shows no
+    growth beyond ``Z_GROWTH`` standard errors: a policy near its limit first sheds the young
+    jobs of a backlog built in a hurry, then grows), ``undecided`` (neither, after the longest horizon) or
     ``loss system`` (nothing queues, so nothing can grow)."""
 
     verdict: str
@@ -200,7 +203,12 @@ def stability(policy: Policy, spec: NetworkSpec, seed: int = 20_000, num_envs: i
         slope = (end - mid) / (eng.now - t_mid)
         drift, se = float(slope.mean()), _se_mean(slope)
         shrink, shrink_se = float((end - built).mean()), _se_mean(end - built)
-        verdict = "unstable" if drift - Z * se > 0 else ("stable" if shrink + Z * shrink_se < 0 else "undecided")
+        if drift - Z_UNSTABLE * se > 0:
+            verdict = "unstable"
+        elif shrink + Z_UNSTABLE * shrink_se < 0 and drift - Z_GROWTH * se <= 0:
+            verdict = "stable"
+        else:
+            verdict = "undecided"
         result = Stability(verdict, drift, se, float(built.mean()), float(end.mean()), float((eng.now - t_built).mean()))
         if verdict != "undecided":
             break

@@ -76,7 +76,7 @@ def test_start_state_is_used():
 
 def test_stability_flags_a_fluid_unstable_policy_and_passes_d1():
     spec = redundancy_at(9.0)
-    grow = stability(MixD2(), spec, seed=5, num_envs=32, build_steps=1_000, steps=8_000, doublings=0)
+    grow = stability(MixD2(), spec, seed=5, num_envs=32, build_steps=1_000, steps=8_000, doublings=1)
     assert grow.verdict == "unstable" and grow.drift > 0, grow.describe()
     calm = stability(d1, spec, seed=5, num_envs=32, build_steps=1_000, steps=8_000, doublings=0)
     assert calm.verdict == "stable" and calm.end < calm.backlog, calm.describe()
