@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from drl_ac.export import ONNX_FILE, PROGRAM_FILE, export_onnx, export_program, write_atomic
-from drl_ac.learning.qnet import GreedyPolicy, QNetwork
+from drl_ac.learning.qnet import GreedyPolicy, QNetwork, RuleDefault
 from envs.observation import ObservationEncoding
 
 POLICY_FORMAT = "drl_ac.policy"
@@ -159,7 +159,8 @@ def policy_encoding(section: dict) -> ObservationEncoding:
 class LoadedPolicy:
     """Greedy policy from a file: ``policy(obs)`` maps (B, D) observations (laid out by
     ``encoding``) to (B,) actions in ``range(num_actions)``. The section's ``bias`` (and, for
-    control, ``default_action``) shape the greedy rule (``drl_ac.learning.qnet.greedy``)."""
+    control, ``default_action`` or ``default_rule``) shape the greedy rule
+    (``drl_ac.learning.qnet.greedy``, ``RuleDefault``)."""
 
     def __init__(self, section: dict):
         self.metadata = {k: v for k, v in section.items() if k != "state_dict"}
@@ -168,7 +169,9 @@ class LoadedPolicy:
         self.encoding = policy_encoding(section)
         self.bias = float(section.get("bias", 0.0))
         self.default = int(section.get("default_action", -1))  # control: see drl_ac.learning.qnet.greedy
-        self.module = GreedyPolicy(build_qnet(section), self.bias, bool(section.get("admission", True)), self.default)
+        rule = RuleDefault(section["default_rule"]) if section.get("default_rule") else None  # a tuned rule instead
+        self.module = GreedyPolicy(build_qnet(section), self.bias, bool(section.get("admission", True)), self.default,
+                                   rule)
 
     @torch.no_grad()
     def __call__(self, obs: np.ndarray) -> np.ndarray:

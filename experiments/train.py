@@ -417,8 +417,8 @@ def compare_with_rules(policy: LoadedPolicy, spec: NetworkSpec, seed: int, budge
 def finish(trainer: Trainer, args: argparse.Namespace, out: Path, tuned: dict | None,
            say: Callable[[str], None]) -> tuple[dict, list[Path], dict]:
     """Calibrate (when asked or when lam is automatic), guard a control policy by the best
-    constant action (when rules were ``tuned``: ``drl_ac.study.guard``), evaluate and write the
-    policy files."""
+    tuned rule that can guard it (when rules were ``tuned``: ``drl_ac.study.guard``), evaluate
+    and write the policy files."""
     config = trainer.config
     if args.calibrate == "on" or (args.calibrate == "auto" and trainer.auto_lam):
         section = calibrated_section(trainer, trainer.spec.eps, arrivals=args.eval_arrivals)
@@ -428,7 +428,7 @@ def finish(trainer: Trainer, args: argparse.Namespace, out: Path, tuned: dict | 
               f"({cal['arrivals']} arrivals)", file=sys.stderr)
     else:
         section = trainer.policy_section()
-    default = study.best_constant(trainer.spec, tuned) if tuned and trainer.spec.system.kind == "control" else None
+    default = study.guard_rule(trainer.spec, tuned, section) if tuned and trainer.spec.system.kind == "control" else None
     if default is not None:
         section, _ = study.guard(section, trainer.spec, default, config.seed, args.compare, progress=say)
     policy = LoadedPolicy(section)

@@ -76,19 +76,24 @@ def visited_states(spec: NetworkSpec, policy: Policy, section: dict, seed: int, 
     return seen.reshape(-1, seen.shape[-1])
 
 
-def guarded(candidate: Candidate, default: int, states: np.ndarray, quantiles: Sequence[float]) -> list[Candidate]:
-    """``candidate`` guarded by the action ``default``, one variant per quantile q: the bias is
-    the q-quantile of the network's positive advantages over ``default`` in ``states``, so the
-    variant leaves the default in about a fraction 1 - q of the states where the plain greedy
-    policy would."""
+def guarded(candidate: Candidate, default: int | Policy, states: np.ndarray, quantiles: Sequence[float]
+            ) -> list[Candidate]:
+    """``candidate`` guarded by ``default`` (an action, or a rule with ``guard_fields``: its
+    action per state), one variant per quantile q: the bias is the q-quantile of the
+    network's positive advantages over the default in ``states``, so the variant leaves the
+    default in about a fraction 1 - q of the states where the plain greedy policy would."""
+    if isinstance(default, (int, np.integer)):
+        fields, name, actions = {"default_action": int(default)}, f"action {default}", np.full(len(states), default)
+    else:
+        fields, name, actions = default.guard_fields(), default.describe(), np.asarray(default(states))
     with torch.no_grad():
         q = build_qnet(candidate.section)(torch.from_numpy(states.astype(np.float32)))
-    advantage = (q.max(1).values - q[:, default]).numpy()
+    advantage = (q.max(1).values - q.gather(1, torch.from_numpy(actions.astype(np.int64))[:, None])[:, 0]).numpy()
     positive = advantage[advantage > 0]
     if positive.size == 0:
         return []
-    return [Candidate(f"{candidate.label}, guarded by action {default} at q {quantile:g}",
-                      {**candidate.section, "default_action": int(default), "bias": float(bias)})
+    return [Candidate(f"{candidate.label}, guarded by {name} at q {quantile:g}",
+                      {**candidate.section, **fields, "bias": float(bias)})
             for quantile, bias in zip(quantiles, np.quantile(positive, quantiles), strict=True)]
 
 

@@ -53,15 +53,47 @@ def greedy(q: torch.Tensor, admission: bool, bias: torch.Tensor | float = 0.0,
     return torch.where((advantage >= bias) | (fallback < 0), best, fallback)
 
 
-class GreedyPolicy(nn.Module):
-    """What is exported: observation batch (B, D) float32 -> actions (B,) int64."""
+class RuleDefault(nn.Module):
+    """A tuned rule's action per observation, in torch so that it is exported with the policy
+    (the default a guarded control policy keeps unless the network is confident). ``rule``:
+    ``{"kind": "threshold", "column": c, "k": k, "below": a, "above": b}`` (action a while
+    obs[:, c] < k, else b: d by a load threshold) or ``{"kind": "table", "actions": [...]}``
+    (actions[i] for the one-hot block of the last len(actions) features: the signalled pool);
+    the rules' ``default_rule()`` (``drl_ac.rules``) writes them."""
 
-    def __init__(self, qnet: QNetwork, bias: float = 0.0, admission: bool = True, default: int = -1):
+    def __init__(self, rule: dict):
+        super().__init__()
+        self.kind = str(rule["kind"])
+        if self.kind == "threshold":
+            self.column = int(rule["column"])
+            self.register_buffer("k", torch.tensor(float(rule["k"])))
+            self.register_buffer("below", torch.tensor(int(rule["below"])))
+            self.register_buffer("above", torch.tensor(int(rule["above"])))
+        elif self.kind == "table":
+            self.register_buffer("actions", torch.tensor([int(a) for a in rule["actions"]]))
+        else:
+            raise ValueError(f"default_rule.kind: unknown {self.kind!r}. Fix: use threshold or table.")
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.kind == "threshold":
+            return torch.where(obs[:, self.column] < self.k, self.below, self.above)
+        return self.actions[obs[:, -self.actions.numel():].argmax(1)]
+
+
+class GreedyPolicy(nn.Module):
+    """What is exported: observation batch (B, D) float32 -> actions (B,) int64. A control
+    policy's default (``greedy``) is one action or, with ``rule``, a tuned rule's per row."""
+
+    def __init__(self, qnet: QNetwork, bias: float = 0.0, admission: bool = True, default: int = -1,
+                 rule: RuleDefault | None = None):
         super().__init__()
         self.qnet = qnet
         self.admission = admission
+        self.rule = rule
         self.register_buffer("bias", torch.tensor(float(bias)))
         self.register_buffer("default", torch.tensor(int(default)))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return greedy(self.qnet(obs), self.admission, self.bias, None if self.admission else self.default)
+        if self.admission:
+            return greedy(self.qnet(obs), True, self.bias)
+        return greedy(self.qnet(obs), False, self.bias, self.default if self.rule is None else self.rule(obs))

@@ -39,6 +39,11 @@ class SignalledPool:
     def describe(self) -> str:
         return "signalled pool" + ("" if self.policy == "none" else f", {self.policy} after {self.tau:g}")
 
+    def guard_fields(self) -> dict:
+        """The policy-section fields that make this rule a learned policy's default (a guard,
+        exported in torch: ``drl_ac.learning.qnet.RuleDefault``)."""
+        return {"default_rule": {"kind": "table", "actions": list(self.by_type)}}
+
 
 def signalled_rules(spec: NetworkSpec) -> list[SignalledPool]:
     """One rule per (policy, tau) the scenario's actions offer on both pools."""

@@ -42,6 +42,12 @@ class LoadThreshold:
     def describe(self) -> str:
         return f"d = {self.labels[self.high]} below {self.k} jobs in system, else {self.labels[self.low]}"
 
+    def guard_fields(self) -> dict:
+        """The policy-section fields that make this rule a learned policy's default (a guard,
+        exported in torch: ``drl_ac.learning.qnet.RuleDefault``)."""
+        return {"default_rule": {"kind": "threshold", "column": self.column, "k": self.k, "below": self.high,
+                                 "above": self.low}}
+
 
 def limits(spec: NetworkSpec) -> dict[int, float]:
     """lambda*(d) of each choice d of the scenario (exact, fluid)."""

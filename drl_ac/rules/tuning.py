@@ -30,6 +30,10 @@ class ConstantAction:
     def describe(self) -> str:
         return self.label or f"always action {self.action}"
 
+    def guard_fields(self) -> dict:
+        """The policy-section fields that make this rule a learned policy's default (a guard)."""
+        return {"default_action": self.action}
+
 
 @dataclass
 class TuningResult:

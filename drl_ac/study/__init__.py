@@ -8,11 +8,11 @@ from drl_ac.study.compare import (
     TUNING,
     VALIDATION,
     Verdict,
-    best_constant,
     compare,
     feasible,
     guard,
     guard_candidates,
+    guard_rule,
     json_rows,
     judge,
     measure,
@@ -21,6 +21,6 @@ from drl_ac.study.compare import (
 )
 from drl_ac.study.run import StudyConfig, at_load, reference_rate, run_study
 
-__all__ = ["BUDGETS", "EVALUATION", "TUNING", "VALIDATION", "StudyConfig", "Verdict", "at_load", "best_constant",
+__all__ = ["BUDGETS", "EVALUATION", "TUNING", "VALIDATION", "StudyConfig", "Verdict", "at_load", "guard_rule",
            "compare", "feasible", "guard", "guard_candidates", "json_rows", "judge", "measure", "reference_rate",
            "run_study", "table", "tune_rules"]

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from drl_ac import rules
+from drl_ac.checkpoint import LoadedPolicy
 from drl_ac.evaluation.metrics import Z95, Z95_ONE_SIDED, paired_difference
 from drl_ac.evaluation.selection import (
     EVALUATION,
@@ -40,8 +41,9 @@ from drl_ac.evaluation.selection import (
     visited_states,
 )
 from drl_ac.evaluation.steady import stability, steady_state
-from drl_ac.rules.tuning import ConstantAction, TuningResult
+from drl_ac.rules.tuning import TuningResult
 from envs import NetworkSpec
+from envs.observation import ObservationEncoding
 
 Policy = Callable[[np.ndarray], np.ndarray]
 # How much a comparison may spend: "quick" ends a default training run (a minute or two on 2
@@ -174,40 +176,46 @@ def tune_rules(spec: NetworkSpec, seed: int = 0, budget: str = "quick", progress
     return rules.tune(spec, seed=seed + TUNING, progress=lambda s: progress("  " + s), **options)
 
 
-def best_constant(spec: NetworkSpec, tuned: dict[str, TuningResult]) -> ConstantAction | None:
-    """The best constant action among the tuned rules (stationary, feasible), or None."""
+def guard_rule(spec: NetworkSpec, tuned: dict[str, TuningResult], section: dict) -> Any | None:
+    """The best tuned rule that can guard a learned policy (it has ``guard_fields``: a constant
+    action, a load threshold, the signalled pool; stationary and feasible on the tuning seed)
+    and reads the policy's observations (the same encoding), or None."""
     head = spec.system.headline
     sign = 1.0 if head.sense == "max" else -1.0
-    ok = [r for r in tuned.values() if isinstance(r.rule, ConstantAction) and "unstable" not in r.metrics
+    if LoadedPolicy(section).encoding != ObservationEncoding.for_spec(spec):
+        return None
+    ok = [r for r in tuned.values() if hasattr(r.rule, "guard_fields") and "unstable" not in r.metrics
           and "arrivals" in r.metrics and feasible(r.metrics, spec, False)]
     return max(ok, key=lambda r: sign * r.metrics[head.measure]).rule if ok else None
 
 
-def guard_candidates(taken: list[Candidate], spec: NetworkSpec, default: ConstantAction, seed: int = 0,
+def guard_candidates(taken: list[Candidate], spec: NetworkSpec, default: Any, seed: int = 0,
                      quantiles: tuple[float, ...] = (0.5, 0.9, 0.99)) -> list[Candidate]:
-    """Each of ``taken`` (learned policies in one encoding), then it guarded by ``default`` at
-    bias ``quantiles`` of its positive advantages over the action in the action's states on
-    seed + VALIDATION, and last the action itself (bias infinite): the candidates of ``guard``
-    and of a study (``drl_ac.study.run``), which chooses among several learners' snapshots."""
+    """Each of ``taken`` (learned policies in one encoding), then it guarded by the rule
+    ``default`` (``guard_rule``) at bias ``quantiles`` of its positive advantages over the
+    rule's action in the rule's states on seed + VALIDATION, and last the rule itself (bias
+    infinite: the network never overrides it): the candidates of ``guard`` and of a study
+    (``drl_ac.study.run``), which chooses among several learners' snapshots."""
     states = visited_states(spec, default, taken[0].section, seed + VALIDATION)
-    out = [g for c in taken for g in (c, *guarded(c, default.action, states, quantiles))]
+    out = [g for c in taken for g in (c, *guarded(c, default, states, quantiles))]
     return out + [Candidate(f"{default.describe()} (the guard's rule itself)",
-                            {**taken[0].section, "default_action": default.action, "bias": math.inf})]
+                            {**taken[0].section, **default.guard_fields(), "bias": math.inf})]
 
 
-def guard(section: dict, spec: NetworkSpec, default: ConstantAction, seed: int = 0, budget: str = "quick",
+def guard(section: dict, spec: NetworkSpec, default: Any, seed: int = 0, budget: str = "quick",
           quantiles: tuple[float, ...] = (0.5, 0.9, 0.99), progress: Callable[[str], None] = lambda s: None
           ) -> tuple[dict, list[dict]]:
-    """A control system's learned policy guarded by its best constant action (``selection``):
-    the greedy network, it guarded at bias ``quantiles`` of its positive advantages over the
-    action, and the action itself (bias infinite); the one with the lowest mean response in
+    """A control system's learned policy guarded by its best guarding rule (``guard_rule``:
+    a constant action, a load threshold, the signalled pool): the greedy network, it guarded
+    at bias ``quantiles`` of its positive advantages over the rule's action, and the rule
+    itself (bias infinite); the one with the lowest mean response in
     steady state on seed + VALIDATION (never the evaluation seed), among the stationary ones.
     Returns the chosen policy section and every candidate's score.
 
-    Why: a network's greedy rule leaves a good constant action in states where its value
-    differences are noise, and in steady state that costs more than its real gains; the
-    guard keeps the action there, and the action itself is a candidate, so the choice is
-    never worse than the rule on the validation seed."""
+    Why: a network's greedy rule leaves a good rule in states where its value differences are
+    noise, and in steady state that costs more than its real gains; the guard keeps the
+    rule's action there, and the rule itself is a candidate, so the choice is never worse
+    than the rule on the validation seed."""
     candidates = guard_candidates([Candidate("greedy", section)], spec, default, seed, quantiles)
     options = _budget(budget)["evaluation"]
 

@@ -10,7 +10,8 @@ Per load, one job (local processes, or Ray tasks; a job's numbers depend on its 
 3. one learner per (learner seed, cost), ``snapshots`` greedy policies of each
    (``selection.train_snapshots``);
 4. the candidates: every snapshot; on a control system each also guarded by the best
-   constant action, and that action itself (``study.guard_candidates``); on an admission
+   tuned rule that can guard (``study.guard_rule``), and that rule itself
+   (``study.guard_candidates``); on an admission
    network or a cell each calibrated to eps on the validation seed
    (``calibration.calibrate_bias``);
 5. the choice on seed + VALIDATION: every candidate in steady state, the best headline
@@ -290,9 +291,9 @@ def candidates(config: StudyConfig, spec: NetworkSpec, tuned: dict, say: Say) ->
     labels = [c.label for c in taken]
     kind = spec.system.kind
     if kind == "control":
-        default = study.best_constant(spec, tuned)
+        default = study.guard_rule(spec, tuned, taken[0].section)
         if default is None:
-            say("no constant action is stationary and stable on the tuning seed: the snapshots are not guarded")
+            say("no rule that can guard is stationary on the tuning seed: the snapshots are not guarded")
             return taken, labels
         return study.guard_candidates(taken, spec, default, config.seed, config.quantiles), labels
     if not config.calibrate:

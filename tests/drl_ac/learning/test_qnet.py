@@ -4,7 +4,7 @@ import numpy as np
 import torch
 
 from drl_ac.checkpoint import LoadedPolicy
-from drl_ac.learning.qnet import GreedyPolicy, QNetwork, greedy
+from drl_ac.learning.qnet import GreedyPolicy, QNetwork, RuleDefault, greedy
 
 Q = torch.tensor([[0.0, 1.0, 3.0],    # best 2, +3 over action 0, +2 over action 1
                   [2.0, 2.5, 1.0],    # best 1, +0.5 over 0
@@ -47,3 +47,26 @@ def test_loaded_policy_applies_the_sections_default_and_bias():
     assert 0 < (guarded != plain).sum() < len(obs)
     module = GreedyPolicy(net, bias, False, 2)  # what is exported
     assert (module(torch.from_numpy(obs)).numpy() == guarded).all()
+
+
+def test_a_rule_as_the_default_per_row():
+    threshold = RuleDefault({"kind": "threshold", "column": 1, "k": 3, "below": 3, "above": 0})
+    obs = torch.tensor([[9.0, 0.0], [9.0, 2.0], [0.0, 3.0], [0.0, 7.0]])
+    assert threshold(obs).tolist() == [3, 3, 0, 0]  # d = 4 below 3 jobs, else d = 1
+    table = RuleDefault({"kind": "table", "actions": [2, 3, 2]})  # the last 3 features: a one-hot
+    info = torch.eye(3)[[1, 0, 2]]
+    assert table(torch.cat([torch.zeros(3, 4), info], 1)).tolist() == [3, 2, 2]
+    # the guard keeps each row's rule action unless the advantage over it reaches the bias
+    rows = torch.tensor([[0.0, 5.0], [0.0, 0.0], [0.0, 1.0]])  # the rule: action 0 in every row
+    guard = RuleDefault({"kind": "threshold", "column": 1, "k": 10, "below": 0, "above": 2})
+    assert greedy(Q, False, 1.5, default=guard(rows)).tolist() == [2, 0, 0]  # +3 >= 1.5; +0.5, +0 < 1.5
+
+
+def test_loaded_policy_with_a_rule_and_infinite_bias_is_the_rule():
+    torch.manual_seed(1)
+    net = QNetwork(3, None, (8,), 4)
+    section = {"obs_dim": 3, "num_actions": 4, "admission": False, "hidden": [8], "scale": torch.ones(3),
+               "state_dict": net.state_dict(), "scenario": {"stations": [{}, {}, {}]}, "bias": float("inf"),
+               "default_rule": {"kind": "threshold", "column": 2, "k": 4, "below": 3, "above": 1}}
+    obs = np.random.default_rng(1).integers(0, 8, (100, 3)).astype(np.float32)
+    assert (LoadedPolicy(section)(obs) == np.where(obs[:, 2] < 4, 3, 1)).all()
