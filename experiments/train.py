@@ -27,6 +27,7 @@ options may differ.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import shlex
@@ -55,10 +56,11 @@ from drl_ac.cli import HelpFormatter, progress_printer
 from drl_ac.evaluation.calibration import calibrated_section
 from drl_ac.evaluation.metrics import evaluate, format_metrics
 from drl_ac.evaluation.steady import steady_state
-from drl_ac.learning.learner import LearnerConfig
+from drl_ac.learning.learner import RBAR_UPDATES, LearnerConfig
+from drl_ac.learning.qnet import rule_of
 from drl_ac.learning.trainer import COSTS, LAM_MODES, TrainConfig, Trainer
 from drl_ac.tracking import WandbLogger
-from envs import NetworkSpec, SpecError
+from envs import NetworkSpec, ObservationEncoding, SpecError
 
 INTERRUPTED = 130  # the shell's code for a program stopped by Ctrl-C (128 + SIGINT)
 
@@ -73,7 +75,7 @@ FIXED_ON_RESUME = {
     "--beta": ("beta", "learner.beta"), "--rbar-update": ("rbar_update", "learner.rbar_update"),
     "--hidden": ("hidden", "learner.hidden"), "--lam-eta": ("lam_eta", "lam_eta"),
     "--lam-kp": ("lam_kp", "lam_kp"), "--lam-margin": ("lam_margin", "lam_margin"), "--cost": ("cost", "cost"),
-    "--reset-backlog": ("reset_backlog", "reset_backlog"),
+    "--reset-backlog": ("reset_backlog", "reset_backlog"), "--base": ("base", "base_rule"),
 }
 # Options of this invocation only (not stored in the checkpoint): repeated in the resume command.
 RUN_OPTIONS = {"--device": "device", "--threads": "threads", "--calibrate": "calibrate", "--compare": "compare",
@@ -134,8 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=dl.batch_size, help="replay batch size")
     p.add_argument("--lr", type=float, default=dl.lr, help="Adam learning rate")
     p.add_argument("--beta", type=float, default=dl.beta, help="rbar step size")
-    p.add_argument("--rbar-update", choices=["paper", "differential"], default=dl.rbar_update,
-                   help="rbar from greedy experiences (paper) or all (differential)")
+    p.add_argument("--rbar-update", choices=list(RBAR_UPDATES), default=dl.rbar_update,
+                   help="rbar from greedy experiences (paper), all (differential) or the mean value of reference states (rvi)")
     p.add_argument("--hidden", type=int, nargs="+", default=list(dl.hidden), help="hidden layer widths")
     p.add_argument("--include-in-service", action="store_true", help="observe busy servers too")
     p.add_argument("--lam-eta", type=float, default=d.lam_eta, help="dual-ascent step of the automatic lam")
@@ -149,6 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calibrate", choices=["auto", "on", "off"], default="auto",
                    help="tune the acceptance bias on the learned advantage so violation <= eps - margin "
                         "(auto: on when lam is automatic)")
+    p.add_argument("--base", choices=["rule", "none"], default="rule",
+                   help="a control system (redundancy, pools): rule = tune the rules first and learn the values of "
+                        "the best one that can guard, so that the network is that rule improved where its advantage "
+                        "is real (drl_ac.learning.learner); none = learn the optimal values from scratch")
     p.add_argument("--compare", choices=[*study.BUDGETS, "off"], default="quick",
                    help="after training, tune the system's rules and compare them with the policy in steady state "
                         "(drl_ac.study; quick: a minute or two, full: the study's budget, smoke: seconds, decides "
@@ -218,7 +224,8 @@ def check_resume_flags(state: dict, args: argparse.Namespace, given: set[str]) -
     config = state.get("config", {})
     scenario = state.get("policy", {}).get("scenario", {})
     effective = {"eps": scenario.get("eps"), "d_ub": scenario.get("d_ub"), "delay": scenario.get("delay"),
-                 "lam": "auto" if scenario.get("lam") is None else scenario.get("lam")}
+                 "lam": "auto" if scenario.get("lam") is None else scenario.get("lam"),
+                 "base_rule": "none" if config.get("base_rule") is None else "rule"}
     bad = []
     for flag, (dest, key) in FIXED_ON_RESUME.items():
         if dest not in given:
@@ -313,25 +320,35 @@ class StopOnCtrlC:
             signal.signal(signal.SIGINT, self.previous)
 
 
-def start(args: argparse.Namespace, given: set[str]) -> tuple[Trainer, Path]:
-    """The trainer (new or resumed) and its output folder, after every check."""
+def start(args: argparse.Namespace, given: set[str], say: Callable[[str], None]
+          ) -> tuple[Trainer, Path, dict | None]:
+    """The trainer (new or resumed), its output folder and the rules tuned before training
+    (a control system's base rule, ``--base rule``; else None), after every check."""
     if args.resume is not None:
         state = load_file(args.resume, expected=(CHECKPOINT_FORMAT,))
         check_resume_flags(state, args, given)
         out = args.out or args.resume.parent
         prepare_out(out, args.resume, args.force)
         changes = {k: getattr(args, k) for k in ("steps", "device") if k in given and getattr(args, k) is not None}
-        return Trainer.from_state(state, **changes), out
+        return Trainer.from_state(state, **changes), out, None
     config = config_from_args(args)
     out = args.out or Path("checkpoints/runs") / f"{Path(config.scenario).stem}-seed{config.seed}"
     spec = config.spec()  # scenario errors before touching the folder
     prepare_out(out, None, args.force)
-    return Trainer(config, spec=spec), out
+    tuned = None
+    if spec.system.kind == "control" and args.base == "rule":
+        tuned = study.tune_rules(spec, config.seed, "quick" if args.compare == "off" else args.compare, say)
+        base = study.guard_rule(spec, tuned, ObservationEncoding.for_spec(spec, config.include_in_service))
+        if base is not None:
+            say(f"learning the values of the best rule that can guard: {base.describe()}")
+            config = dataclasses.replace(config, base_rule=rule_of(base.guard_fields()))
+    return Trainer(config, spec=spec), out, tuned
 
 
 def run(args: argparse.Namespace, given: set[str] | None = None) -> dict:
     given = set() if given is None else given  # the flags typed on the command line (see given_options)
-    trainer, out = start(args, given)
+    say = progress_printer(args.quiet)
+    trainer, out, tuned = start(args, given, say)
     config = trainer.config
     ckpt = out / "checkpoint.pt"
     warning = stability_warning(trainer.spec)
@@ -383,8 +400,10 @@ def run(args: argparse.Namespace, given: set[str] | None = None) -> dict:
         raise Interrupted(f"interrupted at {trainer.decisions:,} of {config.steps:,} decisions; saved {ckpt}. "
                           f"Resume with: {resume_command(ckpt, args, given)}")
     try:
-        say = progress_printer(args.quiet)
-        tuned = study.tune_rules(trainer.spec, config.seed, args.compare, say) if args.compare != "off" else None
+        if args.compare == "off":
+            tuned = None
+        elif tuned is None:
+            tuned = study.tune_rules(trainer.spec, config.seed, args.compare, say)
         metrics, exported, section = finish(trainer, args, out, tuned, say)
     except KeyboardInterrupt:
         logger.finish()
@@ -428,7 +447,8 @@ def finish(trainer: Trainer, args: argparse.Namespace, out: Path, tuned: dict | 
               f"({cal['arrivals']} arrivals)", file=sys.stderr)
     else:
         section = trainer.policy_section()
-    default = study.guard_rule(trainer.spec, tuned, section) if tuned and trainer.spec.system.kind == "control" else None
+    control = trainer.spec.system.kind == "control"
+    default = study.guard_rule(trainer.spec, tuned, LoadedPolicy(section).encoding) if tuned and control else None
     if default is not None:
         section, _ = study.guard(section, trainer.spec, default, config.seed, args.compare, progress=say)
     policy = LoadedPolicy(section)

@@ -3,9 +3,21 @@
     delta = r - rbar + max_a' Q_target(s', a') - Q(s, a)          (paper eq. 5)
     rbar <- rbar + beta * mean(delta over greedy experiences)     (paper eq. 6)
 
-or, with ``rbar_update="differential"`` (Wan, Naik, Sutton 2021), over all experiences.
+or, with ``rbar_update="differential"`` (Wan, Naik, Sutton 2021), over all experiences, or,
+with ``rbar_update="rvi"`` (relative value iteration: Abounadi, Bertsekas and Borkar 2001),
+rbar = the mean target value of a fixed sample of reference states, so that a uniform drift
+of the values moves rbar with it and corrects itself: measured on redundancy_ps and pools,
+the TD-driven rbar ran away once gradient steps outnumbered vector steps, the loss growing
+without bound.
 r is the system's reward rule (eq. 7 for admission) computed from the stored outcome with
 the *current* multiplier lam.
+
+With a ``base`` rule (a control system's best tuned rule) the learner evaluates that rule
+instead of the optimal policy: the bootstrap is Q(s', base(s')) rather than max_a' Q(s', a'),
+and rbar is the rule's gain. The network's greedy policy is then one step of policy
+improvement over the rule (it beats the rule wherever the estimated advantage is real), and
+the targets are those of one fixed, stable policy, not of a moving greedy one that may
+pass through unstable regions.
 
 The rbar update evaluates delta with the online network for both Q(s, a) and Q(s', .),
 as the paper's tabular rule does. With the lagging target network instead, the offset
@@ -22,9 +34,12 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from drl_ac.learning.qnet import QNetwork, greedy
+from drl_ac.learning.qnet import QNetwork, RuleDefault, greedy
 from drl_ac.learning.replay import Batch
 from envs.reward import RewardRule, admission_reward
+
+RBAR_UPDATES = ("paper", "differential", "rvi")
+REFERENCE_STATES = 256  # rvi: the first replay batch's first observations
 
 
 @dataclass
@@ -32,21 +47,23 @@ class LearnerConfig:
     hidden: tuple[int, ...] = (64, 64)
     lr: float = 1e-3
     beta: float = 0.01  # rbar step size
-    rbar_update: str = "paper"  # "paper": greedy experiences only; "differential": all
+    rbar_update: str = "paper"  # "paper": greedy experiences only; "differential": all; "rvi": reference states
     batch_size: int = 512
     grad_clip: float = 10.0
     target_every: int = 200  # gradient steps between target-network copies
     huber_delta: float = 1.0  # in units of max(1, lam), so the loss is scale-free in lam
 
     def __post_init__(self) -> None:
-        if self.rbar_update not in ("paper", "differential"):
-            raise ValueError(f"rbar_update: unknown {self.rbar_update!r}. Fix: use 'paper' or 'differential'.")
+        if self.rbar_update not in RBAR_UPDATES:
+            raise ValueError(f"rbar_update: unknown {self.rbar_update!r}. Fix: use one of {', '.join(RBAR_UPDATES)}.")
 
 
 class DifferentialQLearner:
     def __init__(self, obs_dim: int, scale: torch.Tensor, config: LearnerConfig, device: torch.device,
-                 num_actions: int = 2, reward_rule: RewardRule | None = None, admission: bool = True):
+                 num_actions: int = 2, reward_rule: RewardRule | None = None, admission: bool = True,
+                 base: RuleDefault | None = None):
         self.config = config
+        self.base = None if base is None else base.to(device)
         self.device = device
         self.admission = admission
         self.reward_rule = reward_rule or admission_reward
@@ -55,6 +72,7 @@ class DifferentialQLearner:
         self.target.load_state_dict(self.q.state_dict())
         self.optimizer = torch.optim.Adam(self.q.parameters(), lr=config.lr)
         self.rbar = torch.zeros((), device=device)
+        self.reference: torch.Tensor | None = None  # rvi: observations whose mean value is rbar
         self.updates = 0
 
     @torch.no_grad()
@@ -67,23 +85,36 @@ class DifferentialQLearner:
         r = self.reward_rule(batch.action, batch.success.float(), batch.cost, lam, eps)
         q_sa = self.q(batch.obs).gather(1, batch.action[:, None]).squeeze(1)
         with torch.no_grad():
-            target = r - self.rbar + self.target(batch.next_obs).max(1).values
-            delta = r - self.rbar + self.q(batch.next_obs).max(1).values - q_sa
+            if cfg.rbar_update == "rvi":
+                if self.reference is None:
+                    self.reference = batch.obs[:REFERENCE_STATES].clone()
+                self.rbar = self.bootstrap(self.target, self.reference).mean()
+            target = r - self.rbar + self.bootstrap(self.target, batch.next_obs)
+            delta = r - self.rbar + self.bootstrap(self.q, batch.next_obs) - q_sa
         loss = F.huber_loss(q_sa, target, delta=cfg.huber_delta * max(1.0, lam))
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         nn.utils.clip_grad_norm_(self.q.parameters(), cfg.grad_clip)
         self.optimizer.step()
-        mask = batch.greedy if cfg.rbar_update == "paper" else torch.ones_like(batch.greedy)
-        self.rbar += cfg.beta * (delta * mask).sum() / mask.sum().clamp(min=1)
+        if cfg.rbar_update != "rvi":
+            mask = batch.greedy if cfg.rbar_update == "paper" else torch.ones_like(batch.greedy)
+            self.rbar += cfg.beta * (delta * mask).sum() / mask.sum().clamp(min=1)
         self.updates += 1
         if self.updates % cfg.target_every == 0:
             self.target.load_state_dict(self.q.state_dict())
         return {"loss": loss.detach(), "delta": delta.abs().mean()}
 
+    def bootstrap(self, net: QNetwork, obs: torch.Tensor) -> torch.Tensor:
+        """The value of the next state: the best action's, or the base rule's."""
+        q = net(obs)
+        if self.base is None:
+            return q.max(1).values
+        return q.gather(1, self.base(obs)[:, None]).squeeze(1)
+
     def state_dict(self) -> dict:
         return {"q": self.q.state_dict(), "target": self.target.state_dict(),
-                "optimizer": self.optimizer.state_dict(), "rbar": self.rbar.cpu(), "updates": self.updates}
+                "optimizer": self.optimizer.state_dict(), "rbar": self.rbar.cpu(), "updates": self.updates,
+                "reference": None if self.reference is None else self.reference.cpu()}
 
     def load_state_dict(self, state: dict) -> None:
         self.q.load_state_dict(state["q"])
@@ -91,3 +122,5 @@ class DifferentialQLearner:
         self.optimizer.load_state_dict(state["optimizer"])
         self.rbar = state["rbar"].to(self.device)
         self.updates = int(state["updates"])
+        reference = state.get("reference")  # absent in files written before rvi
+        self.reference = None if reference is None else reference.to(self.device)

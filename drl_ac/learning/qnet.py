@@ -58,8 +58,9 @@ class RuleDefault(nn.Module):
     (the default a guarded control policy keeps unless the network is confident). ``rule``:
     ``{"kind": "threshold", "column": c, "k": k, "below": a, "above": b}`` (action a while
     obs[:, c] < k, else b: d by a load threshold) or ``{"kind": "table", "actions": [...]}``
-    (actions[i] for the one-hot block of the last len(actions) features: the signalled pool);
-    the rules' ``default_rule()`` (``drl_ac.rules``) writes them."""
+    (actions[i] for the one-hot block of the last len(actions) features: the signalled pool)
+    or ``{"kind": "constant", "action": a}``; the rules' ``guard_fields()`` (``drl_ac.rules``)
+    write them (``rule_of`` turns a constant action's into the last form)."""
 
     def __init__(self, rule: dict):
         super().__init__()
@@ -71,13 +72,25 @@ class RuleDefault(nn.Module):
             self.register_buffer("above", torch.tensor(int(rule["above"])))
         elif self.kind == "table":
             self.register_buffer("actions", torch.tensor([int(a) for a in rule["actions"]]))
+        elif self.kind == "constant":
+            self.register_buffer("action", torch.tensor(int(rule["action"])))
         else:
-            raise ValueError(f"default_rule.kind: unknown {self.kind!r}. Fix: use threshold or table.")
+            raise ValueError(f"default_rule.kind: unknown {self.kind!r}. Fix: use threshold, table or constant.")
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         if self.kind == "threshold":
             return torch.where(obs[:, self.column] < self.k, self.below, self.above)
+        if self.kind == "constant":
+            return self.action.expand(obs.shape[0])
         return self.actions[obs[:, -self.actions.numel():].argmax(1)]
+
+
+def rule_of(guard_fields: dict) -> dict:
+    """A ``RuleDefault`` description from a rule's ``guard_fields()`` (``default_rule``, or a
+    constant action's ``default_action``)."""
+    if "default_rule" in guard_fields:
+        return dict(guard_fields["default_rule"])
+    return {"kind": "constant", "action": int(guard_fields["default_action"])}
 
 
 class GreedyPolicy(nn.Module):

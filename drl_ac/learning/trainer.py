@@ -36,6 +36,7 @@ from drl_ac.evaluation.metrics import phase_offsets
 from drl_ac.learning.interaction import act, epsilon_greedy
 from drl_ac.learning.learner import DifferentialQLearner, LearnerConfig
 from drl_ac.learning.multiplier import LagrangeMultiplier
+from drl_ac.learning.qnet import RuleDefault
 from drl_ac.learning.replay import ReplayBuffer
 from drl_ac.learning.store import DelayedCompletionStore
 from drl_ac.tracking import RunningStats
@@ -71,6 +72,12 @@ class TrainConfig:
     can push an instance past its stability limit; without a reset it stays congested for
     the rest of the run and the values learned there are those of an overloaded system.
     The step that crossed the limit is kept, with its true next state.
+
+    ``base_rule`` (a control system; a ``drl_ac.learning.qnet.RuleDefault`` description, e.g.
+    ``rule_of(rule.guard_fields())`` of the best tuned rule): learn that rule's values, not the
+    optimal ones (``DifferentialQLearner``'s ``base``), acting as the rule with a constant
+    ``base_exploration`` of uniformly random actions, so that every action keeps being tried
+    in the rule's states for the whole run; the greedy network is then the rule improved.
     """
 
     scenario: str = "paper_tandem"
@@ -98,6 +105,8 @@ class TrainConfig:
     stats_half_life: float = 200_000.0
     cost: str = "holding"
     reset_backlog: int = 0
+    base_rule: dict | None = None
+    base_exploration: float = 0.2
     learner: LearnerConfig = field(default_factory=LearnerConfig)
 
     def __post_init__(self) -> None:
@@ -152,6 +161,14 @@ class TrainConfig:
                "a finite number > 0", "give a positive half-life in decisions")
         _check(self.reset_backlog, "reset_backlog", "--reset-backlog", _int_at_least(0), "an integer >= 0",
                "give the jobs in system above which a training instance restarts empty (0: never)")
+        _check(self.base_exploration, "base_exploration", None, lambda v: 0 < v <= 1, "in (0, 1]",
+               "give the probability of a random action while learning a base rule's values, e.g. 0.2")
+        if self.base_rule is not None:
+            try:
+                RuleDefault(self.base_rule)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ValueError(f"base_rule: not a rule description ({exc}). Fix: give rule_of(rule.guard_fields()) "
+                                 "of a tuned rule, or None.") from None
         if self.cost not in COSTS:
             raise ValueError(f"cost (--cost): unknown {self.cost!r}. Fix: use one of {', '.join(COSTS)}.")
         check_learner(self.learner)
@@ -242,9 +259,13 @@ class Trainer:
         self.B = config.num_envs
         self.obs_dim = self.encoding.width
         self.num_actions = self.spec.num_actions
+        if config.base_rule is not None and self.spec.system.kind != "control":
+            raise ValueError(f"base_rule: only a control system learns a base rule's values; {self.spec.name} is "
+                             f"{self.spec.system.kind}. Fix: use None.")
+        self.base = None if config.base_rule is None else RuleDefault(config.base_rule).to(self.device)
         self.learner = DifferentialQLearner(self.obs_dim, torch.from_numpy(self.encoding.scale(self.spec)),
                                             config.learner, self.device, self.num_actions,
-                                            reward_rule(self.spec), self.spec.admission)
+                                            reward_rule(self.spec), self.spec.admission, self.base)
         self.replay = ReplayBuffer(config.replay_size, self.obs_dim, self.device, seed=config.seed)
         self.store = DelayedCompletionStore(self.B, self.obs_dim)
         self.rng = np.random.default_rng([config.seed, 1])  # exploration
@@ -288,6 +309,8 @@ class Trainer:
 
     def exploration(self) -> float:
         c = self.config
+        if self.base is not None:
+            return c.base_exploration
         horizon = max(1.0, c.exploration_fraction * c.steps)
         frac = min(1.0, self.decisions / horizon)
         return c.exploration_start * (c.exploration_end / c.exploration_start) ** frac
@@ -295,7 +318,9 @@ class Trainer:
     def step(self) -> None:
         """One vector step and its gradient steps."""
         obs_t = torch.from_numpy(self.obs).to(self.device)
-        greedy = self.learner.greedy_actions(obs_t).cpu().numpy()
+        with torch.no_grad():
+            followed = self.learner.greedy_actions(obs_t) if self.base is None else self.base(obs_t)
+        greedy = followed.cpu().numpy()
         action = epsilon_greedy(greedy, self.exploration(), self.num_actions, self.rng)
         self.obs, exp = act(self.driver, self.store, self.t, action, greedy, self.charge)
         self.t += 1

@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from drl_ac import rules
-from drl_ac.checkpoint import LoadedPolicy
 from drl_ac.evaluation.metrics import Z95, Z95_ONE_SIDED, paired_difference
 from drl_ac.evaluation.selection import (
     EVALUATION,
@@ -176,13 +175,13 @@ def tune_rules(spec: NetworkSpec, seed: int = 0, budget: str = "quick", progress
     return rules.tune(spec, seed=seed + TUNING, progress=lambda s: progress("  " + s), **options)
 
 
-def guard_rule(spec: NetworkSpec, tuned: dict[str, TuningResult], section: dict) -> Any | None:
+def guard_rule(spec: NetworkSpec, tuned: dict[str, TuningResult], encoding: ObservationEncoding) -> Any | None:
     """The best tuned rule that can guard a learned policy (it has ``guard_fields``: a constant
     action, a load threshold, the signalled pool; stationary and feasible on the tuning seed)
-    and reads the policy's observations (the same encoding), or None."""
+    and reads the policy's observations (``encoding``, the rules' own), or None."""
     head = spec.system.headline
     sign = 1.0 if head.sense == "max" else -1.0
-    if LoadedPolicy(section).encoding != ObservationEncoding.for_spec(spec):
+    if encoding != ObservationEncoding.for_spec(spec):
         return None
     ok = [r for r in tuned.values() if hasattr(r.rule, "guard_fields") and "unstable" not in r.metrics
           and "arrivals" in r.metrics and feasible(r.metrics, spec, False)]

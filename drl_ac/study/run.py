@@ -291,7 +291,7 @@ def candidates(config: StudyConfig, spec: NetworkSpec, tuned: dict, say: Say) ->
     labels = [c.label for c in taken]
     kind = spec.system.kind
     if kind == "control":
-        default = study.guard_rule(spec, tuned, taken[0].section)
+        default = study.guard_rule(spec, tuned, taken[0].policy().encoding)
         if default is None:
             say("no rule that can guard is stationary on the tuning seed: the snapshots are not guarded")
             return taken, labels

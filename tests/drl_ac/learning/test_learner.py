@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from drl_ac.learning.learner import DifferentialQLearner, LearnerConfig
+from drl_ac.learning.qnet import RuleDefault
 from drl_ac.learning.replay import Batch
 from envs.reward import response_time_reward
 
@@ -86,3 +87,58 @@ def test_three_actions_and_a_control_reward():
     assert float(learner.rbar) == pytest.approx(0.1 * -3.0)
     b = learner.q.body[0].bias.detach()
     assert b[2].item() == pytest.approx(2.0 - 0.01, abs=1e-6) and b[0].item() == pytest.approx(1.0)
+
+
+def control_learner(base=None, **kw):
+    cfg = LearnerConfig(hidden=(), lr=0.01, beta=0.1, batch_size=1, target_every=10**9, **kw)
+    learner = DifferentialQLearner(1, torch.ones(1), cfg, torch.device("cpu"), num_actions=3,
+                                   reward_rule=response_time_reward, admission=False, base=base)
+    with torch.no_grad():
+        for net in (learner.q, learner.target):
+            net.body[0].weight.zero_()
+            net.body[0].bias.copy_(torch.tensor([1.0, 3.0, 2.0]))
+    return learner
+
+
+def test_a_base_rule_is_evaluated_not_maximised():
+    # Q(s, .) = (1, 3, 2), the base rule takes action 2: the bootstrap is Q(s', 2) = 2, not 3.
+    # r = -4, delta = -4 - 0 + 2 - Q(s, 2) = -4 (against -3 for Q-learning, above).
+    learner = control_learner(RuleDefault({"kind": "constant", "action": 2}))
+    learner.update(batch(2, True, cost=4.0), lam=0.0, eps=0.1)
+    assert float(learner.rbar) == pytest.approx(0.1 * -4.0)
+
+
+def test_rvi_rbar_is_the_mean_value_of_reference_states():
+    # rbar = mean over the reference states of Q_target(s, base(s)) = 2 before the step, so
+    # the target is r - 2 + 2 = -4 and no beta step moves rbar.
+    learner = control_learner(RuleDefault({"kind": "constant", "action": 2}), rbar_update="rvi")
+    learner.update(batch(2, True, cost=4.0), lam=0.0, eps=0.1)
+    assert float(learner.rbar) == pytest.approx(2.0) and learner.reference.shape == (1, 1)
+    state = learner.state_dict()
+    other = control_learner(RuleDefault({"kind": "constant", "action": 2}), rbar_update="rvi")
+    other.load_state_dict(state)
+    assert torch.equal(other.reference, learner.reference)
+
+
+@pytest.mark.parametrize("rbar_update", ["paper", "rvi"])
+def test_base_rule_values_give_its_gain_and_the_improved_action(rbar_update):
+    """One state, three actions costing 3, 1 and 2. Learning the values of the rule "always
+    action 2" gives that rule's gain, -2 (rvi: Q(s, 2) = -2 - rbar + Q(s, 2), so rbar = -2
+    too), not the optimal -1; its greedy action is the improvement, action 1; advantages
+    Q(1) - Q(2) = +1 and Q(0) - Q(2) = -1."""
+    torch.manual_seed(0)
+    cfg = LearnerConfig(hidden=(8,), lr=3e-3, beta=0.02, batch_size=64, target_every=50, rbar_update=rbar_update)
+    learner = DifferentialQLearner(1, torch.ones(1), cfg, torch.device("cpu"), num_actions=3,
+                                   reward_rule=response_time_reward, admission=False,
+                                   base=RuleDefault({"kind": "constant", "action": 2}))
+    rng = np.random.default_rng(0)
+    obs = torch.zeros(64, 1)
+    for _ in range(3000):
+        a = np.where(rng.random(64) < 0.5, rng.integers(0, 3, 64), 2)
+        cost = np.array([3.0, 1.0, 2.0])[a]
+        learner.update(Batch(obs, torch.from_numpy(a), obs, torch.from_numpy(a == 2), torch.ones(64, dtype=bool),
+                             torch.from_numpy(cost).float()), 0.0, 0.1)
+    q = learner.q(torch.zeros(1, 1))[0].detach()
+    assert float(q[1] - q[2]) == pytest.approx(1.0, abs=0.05) and float(q[0] - q[2]) == pytest.approx(-1.0, abs=0.05)
+    assert learner.greedy_actions(torch.zeros(1, 1)).tolist() == [1]
+    assert float(learner.rbar) == pytest.approx(-2.0, abs=0.05)

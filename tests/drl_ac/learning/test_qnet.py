@@ -70,3 +70,14 @@ def test_loaded_policy_with_a_rule_and_infinite_bias_is_the_rule():
                "default_rule": {"kind": "threshold", "column": 2, "k": 4, "below": 3, "above": 1}}
     obs = np.random.default_rng(1).integers(0, 8, (100, 3)).astype(np.float32)
     assert (LoadedPolicy(section)(obs) == np.where(obs[:, 2] < 4, 3, 1)).all()
+
+
+def test_rule_of_a_constant_action_and_of_a_rule():
+    from drl_ac.learning.qnet import rule_of
+    from drl_ac.rules.redundancy import LoadThreshold
+    from drl_ac.rules.tuning import ConstantAction
+    obs = torch.tensor([[0.0, 2.0], [0.0, 7.0]])
+    assert RuleDefault(rule_of(ConstantAction(2).guard_fields()))(obs).tolist() == [2, 2]
+    threshold = LoadThreshold(k=4, high=3, low=1, column=1, labels=(1, 2, 3, 4))
+    assert RuleDefault(rule_of(threshold.guard_fields()))(obs).tolist() == [3, 1]
+    assert threshold(obs.numpy()).tolist() == [3, 1]

@@ -263,3 +263,27 @@ def test_training_until_a_deadline_fits_its_schedules_to_the_slot(mm1_yaml):
     assert 1.5 <= time.time() - t0 < 3.0 and trainer.decisions > 32 * 20
     assert trainer.config.steps <= trainer.decisions + 32 * 5  # the run's length is what the slot reached
     assert trainer.exploration() == pytest.approx(trainer.config.exploration_end, rel=0.2)
+
+
+def test_a_base_rule_is_followed_with_constant_exploration_and_marks_the_experiences():
+    # redundancy_ps, rule "d = 4 below 4 jobs in system, else d = 3" (column 10: the number in
+    # system): the behaviour is the rule except a random action with probability 0.2 (a
+    # different one in 3 of 4 of those), and an experience counts as following the rule (the
+    # rbar update's mask) exactly when its action is the rule's.
+    rule = {"kind": "threshold", "column": 10, "k": 4, "below": 3, "above": 2}
+    trainer = Trainer(TrainConfig(scenario="redundancy_ps", num_envs=256, steps=256 * 50, learning_starts=10**9,
+                                  base_rule=rule, base_exploration=0.2))
+    assert trainer.exploration() == 0.2
+    followed = []
+    for _ in range(50):
+        expected = np.where(trainer.obs[:, 10] < 4, 3, 2)
+        trainer.step()  # the holding cost completes each step's decisions at once, in instance order
+        followed.append(expected)
+    replay = trainer.replay.state_dict()
+    taken, greedy_col = replay["action"].numpy(), replay["greedy"].numpy().astype(bool)
+    assert len(taken) == 256 * 50 and np.array_equal(greedy_col, taken == np.concatenate(followed))
+    assert (~greedy_col).mean() == pytest.approx(0.2 * 3 / 4, abs=0.01)
+    with pytest.raises(ValueError, match="base_rule: only a control system"):
+        Trainer(TrainConfig(scenario="paper_tandem", num_envs=4, base_rule=rule))
+    with pytest.raises(ValueError, match="base_rule: not a rule description"):
+        TrainConfig(base_rule={"kind": "nonsense"})
