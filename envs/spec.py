@@ -35,7 +35,8 @@ REJECT, ACCEPT = "reject", "accept"
 EXIT = "exit"
 RESERVED_NAMES = (EXIT, REJECT, ACCEPT)  # the routing sink and the controller's own actions
 TOP_KEYS = ("name", "arrival", "classes", "stations", "entry", "routing", "d_ub", "eps", "lam", "delay",
-            "actions", "objective", "redundancy", "pools", "cell")
+            "actions", "objective", "redundancy", "pools", "cell", "training")
+TRAINING_KEYS = ("steps", "num_envs", "updates_per_step")  # train.py defaults a scenario may set
 STATION_KEYS = ("name", "servers", "service", "kind")
 CLASS_KEYS = ("name", "arrival", "d_ub")
 _TOP_ALIASES = {"deadline": "d_ub", "dub": "d_ub", "epsilon": "eps", "lambda": "lam", "arrivals": "arrival",
@@ -100,6 +101,7 @@ class NetworkSpec:
     redundancy: Redundancy | None = None  # redundancy-d (envs.systems.redundancy): N servers, d copies per job
     pools: Pools | None = None  # two server pools (envs.systems.pools)
     cell: CellSpec | None = None  # a 5G cell (envs.cellspec): one station of kind cell, a job class per UE type
+    training: tuple[tuple[str, int], ...] = ()  # train.py's defaults for this scenario (TRAINING_KEYS), tuned once
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -242,6 +244,8 @@ class NetworkSpec:
             "actions": list(self.actions),
             "objective": self.objective,
         }
+        if self.training:
+            out["training"] = dict(self.training)
         return self.system.write(out, dist, process)
 
     # ----------------------------------------------------------------- constructors
@@ -353,6 +357,7 @@ class NetworkSpec:
             redundancy=cfg.get("redundancy"),
             pools=cfg.get("pools"),
             cell=cfg.get("cell"),
+            training=_training(cfg.get("training", {})),
         )
 
     @classmethod
@@ -446,6 +451,21 @@ def _actions(value: Any) -> tuple[str, ...]:
 
 def _number(value: Any, field: str) -> float:
     return as_number(value, field, "give a number")
+
+
+def _training(cfg: Any) -> tuple[tuple[str, int], ...]:
+    """The ``training`` block: train.py's defaults for the scenario (a flag given wins)."""
+    if not isinstance(cfg, Mapping):
+        raise SpecError("training", f"expected a mapping, got {brief(cfg)}",
+                        "give train.py defaults such as {num_envs: 512, updates_per_step: 4}")
+    check_keys(cfg, TRAINING_KEYS, "training", what="training defaults")
+    out = []
+    for key, value in cfg.items():
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise SpecError(f"training.{key}", f"must be a positive integer, got {brief(value)}",
+                            "give a whole number >= 1")
+        out.append((str(key), int(value)))
+    return tuple(out)
 
 
 def _validate(spec: NetworkSpec) -> None:

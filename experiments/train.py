@@ -4,7 +4,7 @@
     python experiments/train.py --lam 8              # the paper's fixed multiplier (what paper_tandem's YAML fixes)
     python experiments/train.py --scenario tandem    # true sojourn times
     python experiments/train.py --scenario my_net.yaml --eps 0.05 --out runs/mine
-    python experiments/train.py --scenario cell_5g --num-envs 512 --updates-per-step 4   # a 5G cell
+    python experiments/train.py --scenario cell_5g   # a 5G cell (512 instances, 4 updates per step: its training block)
     python experiments/train.py --resume checkpoints/runs/paper_tandem-seed0/checkpoint.pt --steps 12000000
 
 The multiplier lam is tuned automatically by default on every scenario (dual ascent on the
@@ -115,9 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--scenario", default=d.scenario, help="registered scenario name or YAML path")
     p.add_argument("--steps", type=int, default=None,
-                   help=f"decisions over all instances (default: {d.steps} for a new run, the checkpoint's "
-                        "on --resume)")
-    p.add_argument("--num-envs", type=int, default=d.num_envs, help="network instances simulated in parallel")
+                   help=f"decisions over all instances (default: the scenario's training block, else {d.steps}, "
+                        "for a new run; the checkpoint's on --resume)")
+    p.add_argument("--num-envs", type=int, default=d.num_envs,
+                   help="instances simulated in parallel (default: the scenario's training block, else %(default)s)")
     p.add_argument("--lam", type=parse_lam, default=d.lam,
                    help="Lagrange multiplier: auto (tuned by dual ascent, then the acceptance bias is "
                         "calibrated), scenario (the scenario's fixed value, e.g. the paper's 8 on paper_tandem; "
@@ -132,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="torch CPU threads; 1 is fastest for the shipped network sizes, especially when "
                         "another process shares the cores")
     p.add_argument("--updates-per-step", type=int, default=d.updates_per_step,
-                   help="gradient steps per vector step")
+                   help="gradient steps per vector step (default: the scenario's training block, else %(default)s)")
     p.add_argument("--batch-size", type=int, default=dl.batch_size, help="replay batch size")
     p.add_argument("--lr", type=float, default=dl.lr, help="Adam learning rate")
     p.add_argument("--beta", type=float, default=dl.beta, help="rbar step size")
@@ -335,6 +336,10 @@ def start(args: argparse.Namespace, given: set[str], say: Callable[[str], None]
     out = args.out or Path("checkpoints/runs") / f"{Path(config.scenario).stem}-seed{config.seed}"
     spec = config.spec()  # scenario errors before touching the folder
     prepare_out(out, None, args.force)
+    scenario_defaults = {k: v for k, v in spec.training if k not in given}  # the YAML's training block
+    if scenario_defaults:
+        say(f"the scenario's training defaults: {', '.join(f'{k} {v}' for k, v in scenario_defaults.items())}")
+        config = dataclasses.replace(config, **scenario_defaults)
     tuned = None
     if spec.system.kind == "control" and args.base == "rule":
         tuned = study.tune_rules(spec, config.seed, "quick" if args.compare == "off" else args.compare, say)
@@ -440,10 +445,12 @@ def finish(trainer: Trainer, args: argparse.Namespace, out: Path, tuned: dict | 
     and write the policy files."""
     config = trainer.config
     if args.calibrate == "on" or (args.calibrate == "auto" and trainer.auto_lam):
-        section = calibrated_section(trainer, trainer.spec.eps, arrivals=args.eval_arrivals)
+        holdout = None if args.compare == "off" else study.evaluation_arrivals(args.compare)
+        section = calibrated_section(trainer, trainer.spec.eps, arrivals=args.eval_arrivals, holdout=holdout)
         cal = section["calibration"]
+        room = "" if holdout is None else f" + {cal['reserve']:.4f} for the comparison's {holdout} arrivals"
         print(f"calibrated acceptance bias {section['bias']:.4f}: violation {cal['violation']:.4f}, one-sided "
-              f"{cal['confidence']:.0%} upper bound {cal['violation_upper']:.4f} <= eps {trainer.spec.eps:g} "
+              f"{cal['confidence']:.0%} upper bound {cal['violation_upper']:.4f}{room} <= eps {trainer.spec.eps:g} "
               f"({cal['arrivals']} arrivals)", file=sys.stderr)
     else:
         section = trainer.policy_section()

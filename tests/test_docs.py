@@ -69,7 +69,7 @@ BUDGETS: dict[str, Budget] = {
     "python -m pytest": Budget(skip="the test suite itself, which .ci/run runs"),
     "experiments/train.py": Budget(
         set={"--steps": "2000", "--num-envs": "64", "--eval-arrivals": "500", "--device": "cpu",
-             "--out": "{out}", "--quiet": True, "--force": True, "--compare": "off"},
+             "--out": "{out}", "--quiet": True, "--force": True, "--compare": "off", "--base": "none"},
         per="scenario", writes=TRAIN_FILES,
         slow={"cell_5g": "calibration and evaluation of a periodic cell cover whole days per instance: "
                          "55-71 s even with 500 arrivals",

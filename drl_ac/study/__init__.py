@@ -9,6 +9,7 @@ from drl_ac.study.compare import (
     VALIDATION,
     Verdict,
     compare,
+    evaluation_arrivals,
     feasible,
     guard,
     guard_candidates,
@@ -22,5 +23,5 @@ from drl_ac.study.compare import (
 from drl_ac.study.run import StudyConfig, at_load, reference_rate, run_study
 
 __all__ = ["BUDGETS", "EVALUATION", "TUNING", "VALIDATION", "StudyConfig", "Verdict", "at_load", "guard_rule",
-           "compare", "feasible", "guard", "guard_candidates", "json_rows", "judge", "measure", "reference_rate",
+           "compare", "evaluation_arrivals", "feasible", "guard", "guard_candidates", "json_rows", "judge", "measure", "reference_rate",
            "run_study", "table", "tune_rules"]

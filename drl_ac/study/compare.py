@@ -63,10 +63,18 @@ BUDGETS: dict[str, dict[str, dict]] = {
     "full": {"rules": {"network": {"arrivals": 100_000}, "cell": {"arrivals": 100_000},
                        "redundancy": {"num_envs": 64, "max_steps": 32_000},
                        "pools": {"num_envs": 64, "max_steps": 32_000}},
-             "evaluation": {"num_envs": 256, "max_steps": 64_000, "rel_se": 0.01},
+             "evaluation": {"num_envs": 256, "min_steps": 2_000, "max_steps": 64_000, "rel_se": 0.01},
              "stability": {"num_envs": 64, "build_steps": 2_000, "steps": 4_000}},
 }
 
+
+
+def evaluation_arrivals(budget: str) -> int:
+    """The fewest arrivals on which a comparison of ``budget`` judges a constraint (a loss or
+    periodic system's whole evaluation; a steady state's first window): the later
+    evaluation a calibration leaves room for (``calibration.calibrate_bias``'s holdout)."""
+    options = _budget(budget)["evaluation"]
+    return options["num_envs"] * max(options["min_steps"], 400)
 
 
 def measure(policy: Policy, spec: NetworkSpec, seed: int, budget: str = "quick") -> dict:

@@ -90,6 +90,12 @@ class StudyConfig:
     control system near its limit."""
     reset_backlog: int | None = None
     """A training instance holding more jobs restarts empty (holding cost only; None: TrainConfig's)."""
+    base: str = "rule"
+    """A control system's learners: rule (learn the values of the best tuned rule that can
+    guard, acting as it with constant exploration, so that each greedy policy is that rule
+    improved; TrainConfig.base_rule) or none (learn the optimal values from scratch)."""
+    base_exploration: float | None = None
+    """With base rule: the probability of a random action (None: TrainConfig's)."""
     hidden: tuple[int, ...] | None = None
     """Q-network layer widths (None: LearnerConfig's)."""
     lr: float | None = None
@@ -150,6 +156,8 @@ class StudyConfig:
         if any(not 0 < q < 1 for q in self.quantiles):
             raise ValueError(f"quantiles (--quantiles) must be in (0, 1), got {list(self.quantiles)}. Fix: e.g. "
                              "--quantiles 0.5 0.9.")
+        if self.base not in ("rule", "none"):
+            raise ValueError(f"base (--base): unknown {self.base!r}. Fix: use rule or none.")
         if self.budget not in study.BUDGETS:
             raise ValueError(f"budget (--budget): unknown {self.budget!r}. Fix: use one of {', '.join(study.BUDGETS)}.")
         for name, flag in (("workers", "--workers"), ("calibration_arrivals", "--calibration-arrivals")):
@@ -159,14 +167,16 @@ class StudyConfig:
         for seed in self.seeds:  # the learners' settings, checked by TrainConfig now, not after the tuning
             self.train_config(seed, self.costs[0])
 
-    def train_config(self, seed: int, cost: str):
-        """The ``TrainConfig`` of the learner with ``seed`` and ``cost``; fields left None keep
-        TrainConfig's defaults (a backlog reset only under the holding cost, which needs it)."""
+    def train_config(self, seed: int, cost: str, base_rule: dict | None = None):
+        """The ``TrainConfig`` of the learner with ``seed`` and ``cost`` (and ``base_rule``, a
+        ``RuleDefault`` description); fields left None keep TrainConfig's defaults (a backlog
+        reset only under the holding cost, which needs it)."""
         from drl_ac.learning.learner import LearnerConfig
         from drl_ac.learning.trainer import TrainConfig
 
         given = {k: getattr(self, k) for k in ("steps", "num_envs", "updates_per_step", "exploration_start",
-                                               "reset_backlog", "eps")}
+                                               "reset_backlog", "eps", "base_exploration")}
+        given["base_rule"] = base_rule
         if cost != "holding":
             given["reset_backlog"] = 0
         learner = {k: v for k, v in (("hidden", self.hidden), ("lr", self.lr)) if v is not None}
@@ -282,16 +292,21 @@ def candidates(config: StudyConfig, spec: NetworkSpec, tuned: dict, say: Say) ->
     """The learned candidates of a study (the module's step 4) and the snapshots' labels."""
     from drl_ac.evaluation.calibration import calibrate_bias
     from drl_ac.evaluation.selection import VALIDATION, Candidate, train_snapshots
+    from drl_ac.learning.qnet import rule_of
+    from envs import ObservationEncoding
 
-    configs = [config.train_config(s, c) for s in config.seeds for c in config.costs]
+    kind = spec.system.kind
+    default = study.guard_rule(spec, tuned, ObservationEncoding.for_spec(spec)) if kind == "control" else None
+    base_rule = rule_of(default.guard_fields()) if default is not None and config.base == "rule" else None
+    if base_rule is not None:
+        say(f"learners learn the values of {default.describe()}")
+    configs = [config.train_config(s, c, base_rule) for s in config.seeds for c in config.costs]
     taken = train_snapshots(spec, configs, config.snapshots, say)
     if not taken:
         raise RuntimeError(f"{spec.name}: no learner kept a snapshot (every run's job table filled before its first). "
                            "Fix: lower --exploration-start, set --reset-backlog, or use a lower load.")
     labels = [c.label for c in taken]
-    kind = spec.system.kind
     if kind == "control":
-        default = study.guard_rule(spec, tuned, taken[0].policy().encoding)
         if default is None:
             say("no rule that can guard is stationary on the tuning seed: the snapshots are not guarded")
             return taken, labels
@@ -301,10 +316,12 @@ def candidates(config: StudyConfig, spec: NetworkSpec, tuned: dict, say: Say) ->
     arrivals = config.calibration_arrivals or CALIBRATION[config.budget]
     out = []
     for c in taken:
-        bias, m = calibrate_bias(c.section, spec, spec.eps, arrivals=arrivals, seed=config.seed + VALIDATION)
+        bias, m = calibrate_bias(c.section, spec, spec.eps, arrivals=arrivals, seed=config.seed + VALIDATION,
+                                 holdout=study.evaluation_arrivals(config.budget))
         section = {**c.section, "bias": bias,
                    "calibration": {"target": spec.eps, "confidence": 0.95, "arrivals": m["arrivals"],
                                    "violation": m["violation"], "violation_upper": m["violation_upper"],
+                                   "reserve": m["reserve"],
                                    "seed": config.seed + VALIDATION}}
         say(f"calibrated {c.label}: bias {bias:.4f}, violation upper bound {m['violation_upper']:.4f}")
         out.append(Candidate(f"{c.label}, calibrated", section))

@@ -107,12 +107,23 @@ def test_distribution_moments_match_mean_and_scv(cfg, dist):
     (with_(["entry"], "nowhere"), "entry.nowhere"),
     (with_(["stations", 1, "service"], {"dist": "empirical", "file": "/no/such/file.txt"}),
      "stations[1].service.file"),
+    (with_(["training"], {"num_envs": 0}), "training.num_envs"),
+    (with_(["training"], {"updates_per_step": 2.5}), "training.updates_per_step"),
+    (with_(["training"], {"lr": 3}), "training.lr"),
+    (with_(["training"], [512]), "training"),
 ])
 def test_bad_input_names_field_and_fix(cfg, field):
     with pytest.raises(SpecError) as err:
         NetworkSpec.from_dict(cfg)
     assert err.value.field == field
     assert "Fix:" in str(err.value)
+
+
+def test_a_training_block_is_read_and_written_back():
+    spec = load_spec("cell_5g")  # train.py's defaults of the scenario, tuned once
+    assert dict(spec.training) == {"num_envs": 512, "updates_per_step": 4}
+    assert NetworkSpec.from_dict(spec.to_dict()).training == spec.training
+    assert load_spec("paper_tandem").training == () and "training" not in load_spec("paper_tandem").to_dict()
 
 
 def test_unknown_scenario_and_bad_delay_measure():

@@ -270,7 +270,7 @@ def test_wandb_names_training_and_evaluation_apart(monkeypatch, tmp_path):
 def test_help_shows_defaults(capsys):
     code, out, _ = run_main(train, ["--help"], capsys)
     out = " ".join(out.split())  # undo the wrapping to the terminal's width
-    assert code == 0 and "(default: auto)" in out and "(default: 2048)" in out and "(default: 1)" in out
+    assert code == 0 and "(default: auto)" in out and "training block, else 2048)" in out and "(default: 1)" in out
     assert "--force" in out and "--threads" in out and "Ctrl-C" in out
     code, out, _ = run_main(evaluate_cli, ["--help"], capsys)
     out = " ".join(out.split())
@@ -286,3 +286,40 @@ def test_gymnasium_ids_without_importing_envs_first(tmp_path):
             "print('ok', obs.shape)\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert res.returncode == 0 and res.stdout.startswith("ok"), res.stderr
+
+
+def test_the_scenarios_training_block_sets_defaults_a_flag_overrides(tmp_path):
+    path = tmp_path / "mm1_trained.yaml"
+    path.write_text(yaml.safe_dump({**MM1, "training": {"num_envs": 8, "updates_per_step": 3, "steps": 800}}))
+    said = []
+
+    def started(argv):
+        args = train.build_parser().parse_args(argv)
+        trainer, _, tuned = train.start(args, train.given_options(argv), said.append)
+        return trainer.config, tuned
+
+    base = ["--scenario", str(path), "--out", str(tmp_path / "run"), "--force", "--compare", "off"]
+    config, tuned = started(base)
+    assert (config.num_envs, config.updates_per_step, config.steps) == (8, 3, 800) and tuned is None
+    assert any("training defaults" in s for s in said)
+    config, _ = started([*base, "--num-envs", "16", "--steps", "1600"])
+    assert (config.num_envs, config.updates_per_step, config.steps) == (16, 3, 1600)
+
+
+def test_a_control_system_learns_the_values_of_its_best_rule(tmp_path, capsys):
+    # redundancy_ps, smoke budget: the rules are tuned before training, the best one that can
+    # guard becomes the learner's base rule (stored in the run's settings) and the policy's
+    # default, and the comparison still runs on the rules tuned once
+    out = tmp_path / "red"
+    argv = ["--scenario", "redundancy_ps", "--steps", "4000", "--num-envs", "32", "--out", str(out),
+            "--device", "cpu", "--compare", "smoke"]
+    code, stdout, err = run_main(train, argv, capsys)
+    assert code == 0, err
+    section = load_file(out / "policy.pt")
+    base = section["config"]["base_rule"]
+    assert base is not None and "learning the values of the best rule that can guard" in err
+    comparison = json.loads((out / "comparison.json").read_text())
+    assert comparison["verdict"]["outcome"] in ("better", "no worse", "worse") and "verdict: learned" in stdout
+    assert err.count("tuning the rules of") == 1  # tuned once, before training
+    with pytest.raises(SystemExit):  # --base cannot change on --resume
+        train.main(["--resume", str(out / "checkpoint.pt"), "--base", "none", "--quiet", "--compare", "off"])

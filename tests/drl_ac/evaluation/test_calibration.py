@@ -73,3 +73,16 @@ def test_calibrated_bias_keeps_the_exact_violation_below_eps():
     assert threshold_policy(K, 1, 1.0, 0.9, 8.0).violation <= spec.eps  # the real violation, not the estimate
     assert K == 7, (bias, m["violation"], m["violation_se"])  # and the most accepting such threshold
     assert abs(m["violation"] - exact[7]) < 4 * m["violation_se"]  # the estimate is that policy's
+
+
+def test_a_holdout_reserves_the_later_evaluations_noise():
+    # the same M/M/1 with a later evaluation of 500 arrivals judging the constraint: the bound
+    # used is the upper bound plus z * se * sqrt(arrivals / 500) (about 0.03 here), so K = 7
+    # (exact violation 0.0747, bound with the reserve above 0.1) no longer passes: K = 6
+    spec = load_spec("mmc_c1")
+    bias, m = calibrate_bias(queue_section(spec), spec, spec.eps, arrivals=20_000, seed=555, num_envs=100,
+                             holdout=500)
+    reserve = 1.6448536 * m["violation_se"] * math.sqrt(m["arrivals"] / 500)
+    assert m["reserve"] == pytest.approx(reserve)
+    assert m["violation_judged"] == pytest.approx(m["violation_upper"] + reserve) and m["violation_judged"] <= spec.eps
+    assert threshold_of({**queue_section(spec), "bias": bias}) == 6, (bias, m["violation"], reserve)

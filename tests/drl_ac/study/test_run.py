@@ -149,6 +149,14 @@ def test_the_chosen_candidate_was_chosen_on_the_validation_seed(two_loads):
     assert len(chosen) == 1 and chosen[0]["label"] == comparison["chosen"]
     section = load_file(folder / "policy.pt")
     assert section["selection"]["chosen"] == comparison["chosen"]
+    # the learner learned the values of the best rule that can guard (its RuleDefault), the
+    # rule every guarded candidate keeps by default
+    guards = [s["label"] for s in comparison["validation"] if "guarded by" in s["label"]]
+    base = section["config"]["base_rule"]
+    assert base is not None and base["kind"] in ("constant", "threshold")
+    rule_label = guards[0].split("guarded by ")[1].rsplit(" at q", 1)[0] if guards else None
+    assert rule_label is None or f"{rule_label} (the guard's rule itself)" in [s["label"] for s in
+                                                                               comparison["validation"]]
     torch.set_num_threads(1)
     spec = run.at_load(load_spec("redundancy_ps"), 0.5)
     again = steady_state(LoadedPolicy(section), spec, seed=VALIDATION, **study.BUDGETS["smoke"]["evaluation"])
