@@ -41,7 +41,7 @@ def upper_bound(m: dict, confidence: float) -> float:
 
 
 def calibrate_bias(section: dict, spec: NetworkSpec, target: float, arrivals: int = 200_000, seed: int = 555,
-                   iterations: int = 5, confidence: float = 0.95, num_envs: int = 1000, settle: int = 50,
+                   iterations: int = 5, confidence: float = 0.95, num_envs: int = 1000, settle: int = 200,
                    deadline: float | None = None, holdout: int | None = None) -> tuple[float, dict]:
     """Largest-acceptance bias whose violation is <= target with ``confidence``; returns
     (bias, its evaluation, with ``violation_upper`` and ``reserve`` added). ``deadline``
