@@ -12,8 +12,8 @@ verdicts; the chosen policy per load in checkpoints/pools/load-X.
 
 The same as:
 
-    python experiments/study.py --scenario pools --loads 0.5 0.8 0.95 --snapshots 1 \\
-        --base-exploration 0.05 --reset-backlog 50 --out checkpoints/pools
+    python experiments/study.py --scenario pools --loads 0.5 0.8 0.95 --reset-backlog 50 \\
+        --base-exploration 0.05 --snapshots 1 --out checkpoints/pools
 
 The stability bounds of each fixed policy (formula, and replication's simulated limit with
 one server per pool) are experiments/pools.py's.

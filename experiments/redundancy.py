@@ -11,8 +11,8 @@ checkpoints/redundancy_ps/load-X.
 
 The same as:
 
-    python experiments/study.py --scenario redundancy_ps --loads 0.3 0.5 0.7 0.9 --snapshots 1 \\
-        --reset-backlog 200 --out checkpoints/redundancy_ps
+    python experiments/study.py --scenario redundancy_ps --loads 0.3 0.5 0.7 0.9 --reset-backlog 200 \\
+        --snapshots 1 --out checkpoints/redundancy_ps
 """
 
 from pathlib import Path

@@ -26,3 +26,27 @@ def test_cell_5g_policy_blocks_less_than_its_rivals_measured():
     accept_all = evaluate(cb.CellAcceptAll(cb.cell_layout(spec)), spec, arrivals=30_000, seed=4242, num_envs=100)
     assert run["dropping"] < accept_all["dropping"]  # it does control: it drops less than admitting all
     assert np.isfinite(run["dropping"])
+
+
+CONTROL = sorted((ROOT / "checkpoints").glob("*/load-*/policy.pt"))  # the studies' policies, one per load
+
+
+@pytest.mark.parametrize("path", CONTROL, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+def test_a_shipped_control_policy_records_its_stability_and_holds_its_mean(path):
+    import json
+
+    from drl_ac import study
+    from drl_ac.evaluation.steady import stability, steady_state
+
+    comparison = json.loads((path.parent / "comparison.json").read_text())
+    verdict = comparison["stability"]["learned"]  # drift of the number in system from a backlog, with its se
+    assert verdict["verdict"] == "stable" and verdict["drift"] < 3 * verdict["drift_se"]
+    assert comparison["verdict"]["outcome"] in ("better", "no worse", "no comparator")
+    policy = load_policy(path)
+    spec = NetworkSpec.from_dict(policy.metadata["scenario"])
+    shipped = policy.metadata["metrics"]["mean_delay"]
+    if comparison["load"] < 0.9:  # a short run on other arrivals: the shipped mean, within its regime
+        run = steady_state(policy, spec, seed=4242, num_envs=32, min_steps=1_000, max_steps=1_000, rel_se=1.0)
+        assert abs(run["mean_delay"] - shipped) < 0.15 * shipped
+    short = stability(policy, spec, seed=4243, **study.BUDGETS["smoke"]["stability"])
+    assert short.verdict != "unstable"

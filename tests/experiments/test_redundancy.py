@@ -18,7 +18,7 @@ def documented(module) -> str:
 def test_the_preset_is_the_documented_study(experiment):
     script = experiment("redundancy")
     assert script.PRESET.command() == documented(script)
-    assert script.PRESET.loads == (0.3, 0.5, 0.7, 0.9) and script.PRESET.costs == ("holding", "own")
+    assert script.PRESET.loads == (0.3, 0.5, 0.7, 0.9) and script.PRESET.base == "rule"
 
 
 def test_flags_override_the_preset(experiment):
@@ -26,4 +26,4 @@ def test_flags_override_the_preset(experiment):
     args = build_parser(preset).parse_args(["--loads", "0.9", "--budget", "smoke", "--no-calibrate"])
     config = StudyConfig(**vars(args))
     assert (config.loads, config.budget, config.calibrate) == ((0.9,), "smoke", False)
-    assert (config.steps, config.reset_backlog, config.hidden) == (1_500_000, 200, (64, 64))
+    assert (config.snapshots, config.reset_backlog, config.base) == (1, 200, "rule")

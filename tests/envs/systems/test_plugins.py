@@ -42,7 +42,8 @@ def fingerprint(scenario: str, include_in_service: bool = False, steps: int = ST
     spec = load_spec(scenario)
     env = AdmissionVectorEnv(spec, envs, seed=seed, include_in_service=include_in_service)
     h = hashlib.sha256()
-    h.update(json.dumps(spec.to_dict(), sort_keys=True, default=str).encode())
+    described = {k: v for k, v in spec.to_dict().items() if k != "training"}  # train.py's defaults, not the system
+    h.update(json.dumps(described, sort_keys=True, default=str).encode())
     enc = env.driver.encoding
     h.update(json.dumps(enc.to_dict(), sort_keys=True, default=str).encode())
     _feed(h, enc.scale(spec))
