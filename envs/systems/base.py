@@ -226,3 +226,12 @@ class ControlSystem(System):
     @property
     def measures(self) -> dict[str, str]:
         return control_measures(self.spec)
+
+    def write(self, out: dict[str, Any], dist: Callable[[Any], dict], process: Callable[[Any], dict]
+              ) -> dict[str, Any]:
+        """The system's block (the spec's attribute of the system's ``name``) in place of the
+        stations, routing and actions it expands into."""
+        for key in ("stations", "entry", "routing", "actions"):
+            del out[key]
+        out[self.name] = getattr(self.spec, self.name).to_dict(dist)
+        return super().write(out, dist, process)

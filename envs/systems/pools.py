@@ -363,12 +363,6 @@ class PoolsSystem(ControlSystem):
         return out
 
 
-    def write(self, out, dist, process):
-        for key in ("stations", "entry", "routing", "actions"):
-            del out[key]
-        out["pools"] = self.spec.pools.to_dict(dist)
-        return super().write(out, dist, process)
-
     def validate(self) -> None:
         if self.spec.admission:
             raise SpecError("objective", "the pools system is controlled (every job is served), not admitted",

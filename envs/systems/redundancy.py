@@ -230,12 +230,6 @@ class RedundancySystem(ControlSystem):
         out["redundancy"] = spec_d
         return out
 
-    def write(self, out, dist, process):
-        for key in ("stations", "entry", "routing", "actions"):
-            del out[key]
-        out["redundancy"] = self.spec.redundancy.to_dict(dist)
-        return super().write(out, dist, process)
-
     def check_actions(self) -> None:
         """The actions are the block's degrees (d1, d2, ...), named by ``expand``."""
 
