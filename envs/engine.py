@@ -61,9 +61,9 @@ class Engine:
                  capacity: int = 64, max_jobs: int = 1 << 16, max_bytes: int = 4 << 30,
                  exact_counterfactual: bool = False, start: float | np.ndarray = 0.0, probes: bool = True):
         """``probes`` False: a rejected job is reported at once, unscored (``success`` False), for
-        users that never read a rejection's success (a cell's blocking reward and measures); a
-        cell's probe is most of its simulation time in busy hours. Only systems that build
-        their own outcome rows (a cell) support it."""
+        users that never read a rejection's success (a cell's blocking reward and measures, a
+        rule's tuning that reads acceptance and the constraint only); the probes are most of
+        the simulation time (a cell in busy hours, a network at its thresholds)."""
         if num_envs < 1:
             raise ValueError(f"num_envs: must be >= 1, got {num_envs}. Fix: give a positive number of instances.")
         self.spec = spec
@@ -102,8 +102,6 @@ class Engine:
                         Column("action", (), np.int64),
                         Column("service", (self.N,)), Column("wait", (self.N,), np.float64, np.nan),
                         *self.routing.columns)
-        if not probes and not self.routing.reports:
-            raise ValueError("probes=False: only a cell reports rejections without a probe. Fix: keep probes on.")
         self.probe = Probe(self, exact=exact_counterfactual, score=probes)
         self.every = np.arange(self.B)  # the identity map of instances (the real network's rows)
         # per-instance start times (e.g. spread over the period of an arrival profile, so that

@@ -82,9 +82,15 @@ class Probe:
         slot = eng.slot[rows]
         jobs = eng.jobs
         start = eng.now[rows]
+        cls = jobs.job_class[rows, slot]
+        nan = np.full((R, eng.N), np.nan)
+        if not self.score:  # not asked: reported at once as unscored (success False, delay NaN)
+            unscored = np.full(R, np.nan)
+            return Outcomes(rows.copy(), np.full(R, t, np.int64), np.zeros(R, np.int64), np.zeros(R, bool),
+                            np.zeros(R, bool), unscored, unscored.copy(), start.copy(), start.copy(), cls,
+                            np.zeros(R), np.zeros(R, np.int64), nan, nan.copy())
         entry = eng.routing.entry(jobs, rows, slot, None)
         total, last = eng.routing.path_service(jobs, rows, slot, entry)
-        cls = jobs.job_class[rows, slot]
         d_ub = eng.d_ub[cls]
         if self.exact:
             horizon = np.full(R, np.inf)
@@ -98,7 +104,6 @@ class Probe:
         done = follow.departure
         sojourn = done - start
         delay = np.where(np.isfinite(done), eng.job_delay(follow.wait_sum, sojourn, last), np.inf)
-        nan = np.full((R, eng.N), np.nan)
         return Outcomes(rows.copy(), np.full(R, t, np.int64), np.zeros(R, np.int64), np.zeros(R, bool),
                         delay < d_ub, delay, sojourn, start.copy(), done, cls, np.zeros(R), np.zeros(R, np.int64),
                         nan, nan.copy())

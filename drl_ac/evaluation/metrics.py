@@ -223,21 +223,25 @@ def instances(arrivals: int, num_envs: int) -> int:
     return max(1, min(num_envs, arrivals // 100))
 
 
-def engine_options(spec: NetworkSpec, max_jobs: int | None = None) -> dict:
-    """The engine settings of an evaluation of ``spec``."""
-    options = {} if max_jobs is None else {"max_jobs": int(max_jobs)}
+def engine_options(spec: NetworkSpec, max_jobs: int | None = None, probes: bool = True) -> dict:
+    """The engine settings of an evaluation of ``spec``; ``probes`` False: rejections are not
+    scored (the objective is then unknown)."""
+    options = ({} if max_jobs is None else {"max_jobs": int(max_jobs)}) | ({} if probes else {"probes": False})
     return {**options, **spec.system.engine_options()}  # a cell: no probes (its measures never read them)
 
 
 def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: int = 10_000,
              num_envs: int = 500, warmup: int | float | str = "auto", bins: int = 24,
-             max_jobs: int | None = None, per_instance: bool = False) -> dict:
+             max_jobs: int | None = None, per_instance: bool = False, probes: bool = True) -> dict:
     """Run ``policy`` greedily on about ``arrivals`` decisions after a warm-up per instance
     (``"auto"``: until the number in system stops drifting, see ``envs.rollout.warm_up``; a
     number: that many steps). A cell's measures are added (``cell_summary``). ``max_jobs``: the
     engine's bound on the job table per instance (its default if None); a smaller one makes an
     unstable policy fail early with ``envs.engine.CapacityError``. ``per_instance``: keep the
-    per-instance sums of ``paired_difference`` (arrays, under ``per_instance``).
+    per-instance sums of ``paired_difference`` (arrays, under ``per_instance``). ``probes``
+    False: a rejected job is not followed to score it (the probes are most of a network's
+    simulation time near its thresholds); the objective is then NaN, acceptance and the
+    constraint are unchanged (a probe never touches the real network).
 
     A cell is run without probes (``Engine``'s ``probes``): its measures never read whether a
     blocked UE would have finished, so its ``objective`` is NaN (``blocking`` says it all).
@@ -260,7 +264,7 @@ def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: i
     """
     num_envs = instances(arrivals, num_envs)
     encoding = getattr(policy, "encoding", None)
-    options = engine_options(spec, max_jobs)
+    options = engine_options(spec, max_jobs, probes)
     period, cell = spec.period, spec.system.name == "cell"
     if period is not None:
         start = phase_offsets(period, num_envs, seed)
@@ -284,8 +288,9 @@ def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: i
             used = driver.encoding.cell_layout().prbs_in_use(seen.reshape(-1, seen.shape[-1]))
             env = np.tile(np.arange(num_envs), seen.shape[0])
             occupancy = (env, np.zeros(env.size), used.astype(float))
+    if cell or not probes:
+        out["objective"], out["objective_ci"] = math.nan, [math.nan, math.nan]  # unscored rejections
     if cell:
-        out["objective"], out["objective_ci"] = math.nan, [math.nan, math.nan]  # unscored blocks: see blocking
         out.update(cell_summary(done, num_envs, spec.num_classes, period, bins, occupancy, ordered=period is not None))
     return out
 
@@ -302,7 +307,10 @@ class SharedStart:
     The warm-up runs at least ``min_warmup`` steps: on paper_tandem the number in system
     passes ``warm_up``'s test after its minimum of 400 steps while the violation still rises
     (a calibrated policy read 0.0904 after 400 steps and 0.0945 after 3,000, on the same
-    seed), and a calibration on that state set the policy above eps in steady state."""
+    seed), and a calibration on that state set the policy above eps in steady state.
+
+    Rejections are not probed (its users read acceptance and the constraint: the objective
+    is NaN)."""
 
     def __init__(self, spec: NetworkSpec, seed: int, settle: int = 200, first: Policy | None = None,
                  encoding=None, min_warmup: int = 2_000):
@@ -314,13 +322,14 @@ class SharedStart:
         num_envs = instances(arrivals, num_envs)
         if num_envs not in self.warm:
             driver = Driver(self.spec, num_envs, seed=self.seed, encoding=self.encoding,
-                            **engine_options(self.spec))
+                            **engine_options(self.spec, probes=False))
             steps = warm_up(driver, self.first or policy, min_steps=self.min_warmup)
             self.warm[num_envs] = (driver, driver.engine.get_state(), steps)
         driver, state, steps = self.warm[num_envs]
         driver.engine.set_state(state)
         done, _ = collect(driver, policy, math.ceil(arrivals / num_envs), self.settle)
-        out = {**summarize(done, num_envs), "warmup_steps": steps + self.settle}
+        out = {**summarize(done, num_envs), "warmup_steps": steps + self.settle,
+               "objective": math.nan, "objective_ci": [math.nan, math.nan]}
         if self.spec.system.name == "cell":
             out.update(cell_summary(done, num_envs, self.spec.num_classes))
         return out

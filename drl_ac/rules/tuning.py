@@ -69,7 +69,8 @@ class Tuner:
         if key not in self.cache:
             if hasattr(rule, "reset"):  # a randomised rule replays the same uniforms: common random numbers
                 rule.reset()
-            m = evaluate(rule, self.spec, arrivals=arrivals, seed=self.seed, num_envs=self.num_envs, bins=self.bins)
+            m = evaluate(rule, self.spec, arrivals=arrivals, seed=self.seed, num_envs=self.num_envs, bins=self.bins,
+                         probes=False)  # the search reads acceptance and the constraint only
             self.cache[key] = m
             v = self.measure
             self.trace.append((key[0], arrivals, m[v], m["acceptance"]))

@@ -90,3 +90,33 @@ def test_early_exit_reports_inf_only_when_deadline_missed(overtaking_spec, set_s
     set_service(sim, 1.0, 2.0)
     out = sim.step(np.array([False]))
     assert np.isinf(out.delay[out.step == 2]).all()  # true delay 4 > 3.5
+
+
+def test_without_probes_a_network_runs_the_same_and_reports_rejections_at_once_unscored():
+    """probes=False (a rule's tuning, a calibration) must not change the real network: the
+    same admitted rows with the same delays and the same random stream; each rejection is
+    reported in its own step, unscored (success False, delay NaN), where a probe scores it."""
+    from envs import Outcomes
+
+    spec, B = load_spec("paper_tandem"), 64
+    runs, refused = [], 0
+    for probes in (True, False):
+        eng, rows = Engine(spec, B, seed=5, probes=probes), []
+        for _ in range(300):
+            a = threshold(eng.observe())
+            refused += (a == 0).sum() * (not probes)
+            rows.append(eng.step(a))
+        runs.append((Outcomes.concat(rows, spec.num_stations), eng.get_state()["rng"]))
+    (scored, rng_on), (unscored, rng_off) = runs
+    assert rng_on == rng_off
+
+    def admitted(o):
+        key = np.lexsort((o.step[o.accepted], o.env[o.accepted]))
+        return o.env[o.accepted][key], o.step[o.accepted][key], o.delay[o.accepted][key]
+
+    for on, off in zip(admitted(scored), admitted(unscored), strict=True):
+        np.testing.assert_array_equal(on, off)
+    rejected = unscored.select(~unscored.accepted)
+    assert rejected.success.sum() == 0 and np.isnan(rejected.delay).all()
+    assert len(rejected) == refused > 0  # every rejection, none pending
+    assert scored.select(~scored.accepted).success.any()  # with probes, some rejections would have met

@@ -92,3 +92,16 @@ def test_paired_difference_of_d1_and_d2_matches_theory_and_is_tighter():
     assert d["difference"] == pytest.approx(runs[0]["mean_delay"] - runs[1]["mean_delay"])
     separate = [(m["mean_delay_ci"][1] - m["mean_delay_ci"][0]) / (2 * Z95) for m in runs]
     assert d["se"] < math.hypot(*separate)  # the same arrivals: positively correlated, the noise partly cancels
+
+
+def test_an_evaluation_without_probes_has_the_same_acceptance_and_violation_and_no_objective():
+    """Rule tuning evaluates without probes (most of a network's simulation time): a probe
+    never touches the real network, so only the objective (which scores rejections) is lost."""
+    from drl_ac.rules.network import StationThresholds
+    from envs import load_spec
+
+    spec, rule = load_spec("paper_tandem"), StationThresholds((6, 7, 9))
+    probed, unprobed = (evaluate(rule, spec, arrivals=4_000, seed=3, num_envs=40, probes=p) for p in (True, False))
+    for key in ("acceptance", "violation", "mean_delay", "warmup_steps"):
+        assert probed[key] == unprobed[key], key
+    assert 0 < probed["objective"] < 1 and math.isnan(unprobed["objective"])

@@ -339,7 +339,7 @@ def test_probe_is_exact(drop):
 
 def test_without_probes_the_run_is_the_same_and_blocks_are_unscored():
     """probes=False changes nothing but the blocked rows' score: same real run, same random
-    stream; a blocked UE is reported at once as not finished. Networks need their probes."""
+    stream; a blocked UE is reported at once as not finished."""
     from envs import Engine
 
     spec, B = _busy_cell("lowest_priority"), 64
@@ -357,8 +357,6 @@ def test_without_probes_the_run_is_the_same_and_blocks_are_unscored():
     assert np.array_equal(scored.success[~probed], unscored.success[~probed])
     assert scored.success[probed].any() and not unscored.success[probed].any()
     assert (unscored.departure_time[probed] == unscored.arrival_time[probed]).all()
-    with pytest.raises(ValueError, match="probes=False"):
-        Engine(load_spec("paper_tandem"), 2, probes=False)
 
 
 # ---------------------------------------------------------------------- small cell vs its CTMC, observation
