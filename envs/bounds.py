@@ -38,6 +38,8 @@ def observation_high(spec: NetworkSpec, encoding: ObservationEncoding, max_jobs:
         parts += onehot + phase
         if encoding.info_width:
             parts.append(np.ones(encoding.info_width))
+        if encoding.candidates:
+            parts.append(np.full(encoding.candidates, float(max_jobs)))
     high = np.concatenate([np.asarray(p, np.float64) for p in parts]).astype(np.float32)
     if high.shape != (encoding.width,):  # a new feature in ObservationEncoding needs its bound here
         raise RuntimeError(f"observation_high: {high.size} bounds for {encoding.width} features. Fix: give the "

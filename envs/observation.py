@@ -17,7 +17,7 @@ and, when the cell block lists ``cqi_bands``, UEs per (type, CQI band).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -76,6 +76,7 @@ class ObservationEncoding:
     pool: bool = False  # identical servers (redundancy): jobs per server sorted, then the total
     info_width: int = 0  # two pools: one-hot of the arriving job's type information (types + 1)
     cell_bands: int = -1  # a cell: CQI bands observed per type (0: none); -1: not a cell
+    candidates: int = 0  # redundancy: jobs at the arriving job's first servers in its random order (max d)
 
     @classmethod
     def for_spec(cls, spec: NetworkSpec, include_in_service: bool = False) -> ObservationEncoding:
@@ -90,7 +91,7 @@ class ObservationEncoding:
         else:
             n = self.num_stations + 1 if self.pool else self.num_stations * (2 if self.include_in_service else 1)
         return (n + (self.num_classes if self.num_classes > 1 else 0) + (2 if self.period else 0)
-                + self.info_width)
+                + self.info_width + self.candidates)
 
     def encode(self, eng: Engine) -> np.ndarray:
         """(B, width) float32 features of the current arrival in every instance."""
@@ -109,6 +110,9 @@ class ObservationEncoding:
             parts.append(self._phase(eng))
         if self.info_width:
             parts.append(np.eye(self.info_width)[eng.jobs.info[eng.every, eng.slot]])
+        if self.candidates:  # the servers its d copies would join, first to last: d is a prefix of them
+            order = eng.jobs.order[eng.every, eng.slot][:, : self.candidates]
+            parts.append(np.take_along_axis(present, order, 1))
         return parts[0].astype(np.float32) if len(parts) == 1 else np.concatenate(parts, 1).astype(np.float32)
 
     def _phase(self, eng: Engine) -> np.ndarray:
@@ -169,11 +173,15 @@ class ObservationEncoding:
             parts.append(np.ones(2, np.float32))
         if self.info_width:
             parts.append(np.ones(self.info_width, np.float32))
+        if self.candidates:
+            parts.append(servers[: self.candidates])
         return np.concatenate(parts)
 
     def check(self, spec: NetworkSpec) -> None:
         """Refuse a network this encoding does not fit (another number of stations or classes)."""
         mine = ObservationEncoding.for_spec(spec, self.include_in_service)
+        if self.candidates == 0:  # saved before redundancy observed its job's servers: it reads the rest
+            mine = replace(mine, candidates=0)
         if mine != self:
             raise ValueError(f"observation: the policy reads {self.num_stations} stations and {self.num_classes} "
                              f"classes but {spec.name} has {spec.num_stations} and {spec.num_classes}. "
@@ -187,4 +195,4 @@ class ObservationEncoding:
         period = d.get("period")
         return cls(int(d["num_stations"]), bool(d.get("include_in_service", False)), int(d.get("num_classes", 1)),
                    None if period is None else float(period), bool(d.get("pool", False)), int(d.get("info_width", 0)),
-                   int(d.get("cell_bands", -1)))
+                   int(d.get("cell_bands", -1)), int(d.get("candidates", 0)))

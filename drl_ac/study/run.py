@@ -472,6 +472,27 @@ def summary(results: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def held_results(out: Path) -> list[dict]:
+    """Every load's ``comparison.json`` under ``out``, by load: this run's and those of earlier
+    runs into the same folder, so that a load re-run alone (``--loads 0.9 --budget full``)
+    updates the study's table instead of replacing it."""
+    import json
+
+    paths = [out / "comparison.json"] + list(out.glob("load-*/comparison.json"))
+    held = [json.loads(p.read_text()) for p in paths if p.exists()]
+    return sorted(held, key=lambda r: -1.0 if r["load"] is None else r["load"])
+
+
+def commands(results: list[dict]) -> str:
+    """The markdown lines that say how each load's row was made (command, budget, seconds, commit)."""
+    lines = ["Commands:"]
+    for r in results:
+        load = "as is" if r["load"] is None else f"load {r['load']:g}"
+        lines.append(f"- {load}: `{r['command']}` (budget {r['config']['budget']}, {r['seconds']:.0f} s, "
+                     f"commit {r['commit']})")
+    return "\n".join(lines) + "\n"
+
+
 def plot(results: list[dict], path: Path, title: str) -> Path:
     """The headline per load, learned against each load's best rule, with 95% intervals."""
     import matplotlib
@@ -580,10 +601,10 @@ def run_study(config: StudyConfig, progress: Say = lambda s: None) -> dict[str, 
         results.append(r)
         progress(f"wrote {folder}: {r['verdict_line']}")
     spec_name = results[0]["base"]
-    table = summary(results)
-    (out / "study.md").write_text(f"# Study of {spec_name} (budget {config.budget})\n\n{table}\n"
-                                  f"Command: `{config.command()}`\n")
-    files = [str(out / "study.md"), str(plot(results, out / "study.png", f"{spec_name}: learned vs the best rule, 95% CI"))]
+    held = held_results(out)
+    table = summary(held)
+    (out / "study.md").write_text(f"# Study of {spec_name}\n\n{table}\n{commands(held)}")
+    files = [str(out / "study.md"), str(plot(held, out / "study.png", f"{spec_name}: learned vs the best rule, 95% CI"))]
     files.append(str(out / "study.json"))
     result = {**head, "loads": summaries, "table": table, "files": files, "seconds": time.perf_counter() - t0}
     write_json(out / "study.json", result)

@@ -275,8 +275,11 @@ class RedundancySystem(ControlSystem):
         return CopyToD(self.spec)
 
     def encoding(self, include_in_service: bool = False):
-        """Jobs per server sorted (the servers are exchangeable), then the total; the busy
-        servers are in that count, so ``include_in_service`` does not apply."""
+        """Jobs per server sorted (the servers are exchangeable), then the total, then the jobs
+        at the arriving job's own servers in its random order, as many as the largest d (its
+        d copies join the first d: whether they are idle is what decides a good d); the busy
+        servers are in those counts, so ``include_in_service`` does not apply."""
         from envs.observation import ObservationEncoding
         spec = self.spec
-        return ObservationEncoding(spec.num_stations, False, spec.num_classes, spec.period, True)
+        return ObservationEncoding(spec.num_stations, False, spec.num_classes, spec.period, True,
+                                   candidates=max(spec.redundancy.choices))

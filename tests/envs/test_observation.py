@@ -50,10 +50,11 @@ def test_spec_with_classes_round_trips():
     assert again == spec
 
 
-def test_pool_of_servers_is_seen_sorted_with_the_total():
+def test_pool_of_servers_is_seen_sorted_with_the_total_then_the_jobs_at_the_arriving_jobs_servers():
     spec = load_spec("redundancy_ps")
     enc = ObservationEncoding.for_spec(spec)
-    assert enc.pool and enc.width == 11 and enc.scale(spec).tolist() == [1.0] * 10 + [10.0]
+    assert enc.pool and enc.candidates == 4 and enc.width == 15
+    assert enc.scale(spec).tolist() == [1.0] * 10 + [10.0] + [1.0] * 4
     sim = Engine(spec, 8, seed=0)
     for _ in range(100):
         sim.step(np.full(8, 1, np.int64))
@@ -64,6 +65,14 @@ def test_pool_of_servers_is_seen_sorted_with_the_total():
     np.testing.assert_array_equal(obs[:, 10], sim.jobs_in_system())
     # a job has d copies: the servers hold more copies than there are jobs
     assert (obs[:, :10].sum(1) >= obs[:, 10]).all()
+    # the arriving job's d copies (d = 4 here) join exactly the servers whose counts come last
+    every = np.arange(8)
+    servers = sim.routing.copies(sim.jobs, every, sim.slot, np.full(8, 3))
+    np.testing.assert_array_equal(obs[:, 11:], present[every[:, None], servers])
+    assert len({tuple(row) for row in obs[:, 11:]}) > 1  # not a constant column
+    # a policy saved before this feature reads its own (narrower) observation back
+    old = {k: v for k, v in enc.to_dict().items() if k != "candidates"}
+    assert ObservationEncoding.from_dict(old).width == 11
 
 
 def test_observation_is_queues_busy_servers_and_the_type_signal_one_hot():

@@ -169,8 +169,16 @@ def numbers(comparison: dict) -> dict:
 
 
 def test_same_seed_same_numbers_in_this_process_and_in_two(two_loads, tmp_path):
+    """Also: a load run alone into a study's folder joins the loads held there (study.md)."""
+    import shutil
+
     _, out = two_loads
+    shutil.copytree(out / "load-0.9", tmp_path / "load-0.9")  # an earlier run's load
     result = run.run_study(run.StudyConfig(**TINY, loads=(0.5,), workers=1, out=tmp_path))
+    table = (tmp_path / "study.md").read_text()
+    assert table.index("| 0.5 |") < table.index("| 0.9 |") and "of 2 load(s)" in table
+    assert table.count("`python experiments/study.py") == 2 and "--loads 0.5 0.9" in table  # each row's command
+    assert len(result["loads"]) == 1
     assert result["loads"][0]["folder"] == str(tmp_path / "load-0.5")
     here = json.loads((tmp_path / "load-0.5" / "comparison.json").read_text())
     spawned = json.loads((out / "load-0.5" / "comparison.json").read_text())

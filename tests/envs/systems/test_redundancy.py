@@ -131,7 +131,7 @@ def test_fcfs_checks_only_the_certain_bound():
 def test_observation_and_reward():
     spec = load_spec("redundancy_ps")
     enc = spec.system.encoding(True)
-    assert enc.pool and not enc.include_in_service and enc.width == 11
+    assert enc.pool and not enc.include_in_service and enc.candidates == 4 and enc.width == 15
     assert spec.system.reward_rule() == "response_time"
     assert type(spec.system.routing()).__name__ == "CopyToD"
     assert spec.actions == ("d1", "d2", "d3", "d4")
