@@ -23,6 +23,7 @@ from drl_ac.theory.redundancy import stability_threshold
 from envs import NetworkSpec
 
 K_GRID = (2, 4, 8, 16, 32)  # jobs in system at which the rule falls back to ``low``: geometric
+K_MAX = 1024  # doubled past the grid while the best k is the largest tried (at load 0.9: ~90 jobs)
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,8 @@ def tuned_rules(spec: NetworkSpec, seed: int = 777, num_envs: int = 64, max_step
                 progress: Callable[[str], None] | None = None, k_grid: tuple[int, ...] = K_GRID
                 ) -> dict[str, TuningResult]:
     """Every fixed d (unstable ones marked, not simulated) and the load threshold, tuned over
-    ``k_grid`` and every ``high`` above the best fixed d."""
+    ``k_grid`` and every ``high`` above the best fixed d; while the best k is the largest
+    tried, k doubles (up to ``K_MAX``): a careful engineer's grid covers the loads it meets."""
     red, rate = spec.redundancy, spec.arrival_rate
     lam_star = limits(spec)
     tuner = ControlTuner(spec, seed, num_envs, max_steps, progress=progress)
@@ -77,8 +79,14 @@ def tuned_rules(spec: NetworkSpec, seed: int = 777, num_envs: int = 64, max_step
         return out
     low = min(stable, key=tuner.score).action
     column = spec.num_stations  # the pool encoding: jobs per server sorted, then the number in system
-    candidates = [LoadThreshold(k, high, low, column, red.choices)
-                  for high in range(low + 1, len(red.choices)) for k in k_grid]
+    def at(k: int) -> list[LoadThreshold]:
+        return [LoadThreshold(k, high, low, column, red.choices) for high in range(low + 1, len(red.choices))]
+
+    candidates = [rule for k in k_grid for rule in at(k)]
     if candidates:
-        out["load threshold"] = tuner.best(candidates)
+        best = tuner.best(candidates)
+        while best.rule.k == max(c.k for c in candidates) and best.rule.k < K_MAX:  # at the grid's edge: go on
+            candidates += at(2 * best.rule.k)
+            best = tuner.best(candidates)
+        out["load threshold"] = best
     return out

@@ -45,3 +45,16 @@ def test_tuner_marks_unstable_d_and_tunes_the_threshold():
         assert "unstable" in rows[f"d = {d}"].metrics and "arrivals" not in rows[f"d = {d}"].metrics
     threshold = rows["load threshold"].rule
     assert threshold.low == 0 and threshold.high > 0  # falls back to the only stable d under load
+
+
+def test_the_threshold_grid_grows_while_its_best_k_is_the_largest_tried():
+    """With one k the best is at the grid's edge by construction: k doubles until the best
+    lies inside the grid (or at K_MAX)."""
+    import re
+
+    from drl_ac.rules.redundancy import K_MAX
+
+    result = tuned_rules(spec_at(8.5), seed=1, num_envs=4, max_steps=400, k_grid=(2,))["load threshold"]
+    tried = {int(m.group(1)) for label, *_ in result.trace if (m := re.search(r"below (\d+) jobs", label))}
+    assert {2, 4} <= tried and tried <= {2 ** i for i in range(1, 11)}
+    assert result.rule.k < max(tried) or result.rule.k == K_MAX
