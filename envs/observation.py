@@ -78,6 +78,11 @@ class ObservationEncoding:
     cell_bands: int = -1  # a cell: CQI bands observed per type (0: none); -1: not a cell
     candidates: int = 0  # redundancy: jobs at the arriving job's first servers in its random order (max d)
 
+    def __post_init__(self):
+        if self.candidates and not self.pool:
+            raise ValueError("candidates: the jobs at a job's own servers are counted over a pool of identical "
+                             "servers. Fix: set pool=True, or candidates=0.")
+
     @classmethod
     def for_spec(cls, spec: NetworkSpec, include_in_service: bool = False) -> ObservationEncoding:
         """The encoding ``spec``'s system chooses (``System.encoding``; redundancy, pools and a
@@ -183,9 +188,11 @@ class ObservationEncoding:
         if self.candidates == 0:  # saved before redundancy observed its job's servers: it reads the rest
             mine = replace(mine, candidates=0)
         if mine != self:
+            theirs, ours = self.to_dict(), mine.to_dict()
+            differ = ", ".join(f"{k} {theirs[k]} (here {ours[k]})" for k in theirs if theirs[k] != ours[k])
             raise ValueError(f"observation: the policy reads {self.num_stations} stations and {self.num_classes} "
-                             f"classes but {spec.name} has {spec.num_stations} and {spec.num_classes}. "
-                             "Fix: use the network the policy was trained on.")
+                             f"classes but {spec.name} has {spec.num_stations} and {spec.num_classes}; it differs "
+                             f"in {differ}. Fix: use the network the policy was trained on.")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

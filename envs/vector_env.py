@@ -52,6 +52,9 @@ class AdmissionVectorEnv(VectorEnv):
         self.num_envs = int(num_envs)
         self.horizon = horizon
         self.lam = fixed_multiplier(spec, lam)
+        if engine_options.get("probes") is False and spec.system.engine_options().get("probes") is not False:
+            raise ValueError(f"probes=False: {spec.name}'s rewards score its rejections by their probes. Fix: keep "
+                             "probes on (only a system that never reads them, a cell, runs without).")
         self.driver = Driver(spec, self.num_envs, seed=seed,
                              encoding=ObservationEncoding.for_spec(spec, include_in_service), **engine_options)
         self._reward = reward_rule(spec)

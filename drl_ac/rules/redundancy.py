@@ -86,7 +86,7 @@ def tuned_rules(spec: NetworkSpec, seed: int = 777, num_envs: int = 64, max_step
     if candidates:
         best = tuner.best(candidates)
         while best.rule.k == max(c.k for c in candidates) and best.rule.k < K_MAX:  # at the grid's edge: go on
-            candidates += at(2 * best.rule.k)
+            candidates += at(min(2 * best.rule.k, K_MAX))
             best = tuner.best(candidates)
         out["load threshold"] = best
     return out

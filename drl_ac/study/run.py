@@ -472,14 +472,24 @@ def summary(results: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def held_results(out: Path) -> list[dict]:
-    """Every load's ``comparison.json`` under ``out``, by load: this run's and those of earlier
-    runs into the same folder, so that a load re-run alone (``--loads 0.9 --budget full``)
-    updates the study's table instead of replacing it."""
+def held_results(out: Path, scenario: str) -> list[dict]:
+    """Every study comparison of ``scenario`` (its ``base`` name) under ``out``, by load: this
+    run's and those of earlier runs into the same folder, so that a load re-run alone
+    (``--loads 0.9 --budget full``) updates the study's table instead of replacing it. A
+    ``comparison.json`` of another kind (``train.py``'s has no load) or scenario is not one."""
     import json
 
-    paths = [out / "comparison.json"] + list(out.glob("load-*/comparison.json"))
-    held = [json.loads(p.read_text()) for p in paths if p.exists()]
+    held = []
+    for path in [out / "comparison.json", *sorted(out.glob("load-*/comparison.json"))]:
+        if not path.exists():
+            continue
+        try:
+            r = json.loads(path.read_text())
+        except (OSError, ValueError) as err:
+            raise ValueError(f"out (--out): {path} is not readable JSON ({err}). Fix: delete it or re-run its "
+                             "load with --force.") from None
+        if isinstance(r, dict) and "load" in r and r.get("base") == scenario and "verdict" in r:
+            held.append(r)
     return sorted(held, key=lambda r: -1.0 if r["load"] is None else r["load"])
 
 
@@ -568,9 +578,10 @@ def run_jobs(fn: Callable[[dict], dict], jobs: list[dict], workers: int = 1, ray
 
 def run_study(config: StudyConfig, progress: Say = lambda s: None) -> dict[str, Any]:
     """Run ``config`` (the module's steps, one job per load) and write its files, a load's as
-    soon as it is done. Returns the study's summary: config, command, commit, per load its
-    folder, files, verdict and chosen candidate, the table of study.md, the study's files and
-    seconds."""
+    soon as it is done. Returns the study's summary: config, command, commit, per load of this
+    run its folder, files, verdict and chosen candidate, the loads held in the folder
+    (``held_results``: this run's and earlier ones'), the table of study.md over them, the
+    study's files and seconds."""
     from drl_ac.checkpoint import save_policy_folder, write_json
 
     t0 = time.perf_counter()
@@ -601,12 +612,13 @@ def run_study(config: StudyConfig, progress: Say = lambda s: None) -> dict[str, 
         results.append(r)
         progress(f"wrote {folder}: {r['verdict_line']}")
     spec_name = results[0]["base"]
-    held = held_results(out)
+    held = held_results(out, spec_name)
     table = summary(held)
     (out / "study.md").write_text(f"# Study of {spec_name}\n\n{table}\n{commands(held)}")
     files = [str(out / "study.md"), str(plot(held, out / "study.png", f"{spec_name}: learned vs the best rule, 95% CI"))]
     files.append(str(out / "study.json"))
-    result = {**head, "loads": summaries, "table": table, "files": files, "seconds": time.perf_counter() - t0}
+    result = {**head, "loads": summaries, "held_loads": [r["load"] for r in held], "table": table, "files": files,
+              "seconds": time.perf_counter() - t0}
     write_json(out / "study.json", result)
     progress(f"wrote {', '.join(files)}")
     return result

@@ -89,3 +89,8 @@ def test_observation_is_queues_busy_servers_and_the_type_signal_one_hot():
     info = eng.jobs.info[np.arange(8), eng.slot]
     np.testing.assert_array_equal(obs[:, 4:], np.eye(3)[info])
     assert (info < 2).all()  # a signal is always shown under knowledge {signal: q}
+
+
+def test_candidates_need_a_pool_of_identical_servers():
+    with pytest.raises(ValueError, match="candidates.*pool=True"):
+        ObservationEncoding(3, candidates=2)

@@ -112,3 +112,11 @@ def test_info_carries_action_and_success():
         c = info["completed"]
         assert {"action", "success"} <= c.keys()
         np.testing.assert_array_equal(c["success"], c["delay"] < env.spec.d_ub)
+
+
+def test_a_network_env_refuses_to_run_without_the_probes_its_rewards_read():
+    """Rejections pay by their probe's outcome (eq. 7): without probes a network's rewards
+    would be wrong without a word; a cell never reads them and runs without."""
+    with pytest.raises(ValueError, match=r"probes=False: paper_tandem's rewards.*Fix"):
+        envs.AdmissionVectorEnv(envs.load_spec("paper_tandem"), 2, probes=False)
+    envs.AdmissionVectorEnv(envs.load_spec("cell_small"), 2, probes=False)

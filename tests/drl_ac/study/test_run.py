@@ -178,7 +178,7 @@ def test_same_seed_same_numbers_in_this_process_and_in_two(two_loads, tmp_path):
     table = (tmp_path / "study.md").read_text()
     assert table.index("| 0.5 |") < table.index("| 0.9 |") and "of 2 load(s)" in table
     assert table.count("`python experiments/study.py") == 2 and "--loads 0.5 0.9" in table  # each row's command
-    assert len(result["loads"]) == 1
+    assert len(result["loads"]) == 1 and result["held_loads"] == [0.5, 0.9]
     assert result["loads"][0]["folder"] == str(tmp_path / "load-0.5")
     here = json.loads((tmp_path / "load-0.5" / "comparison.json").read_text())
     spawned = json.loads((out / "load-0.5" / "comparison.json").read_text())
@@ -186,3 +186,19 @@ def test_same_seed_same_numbers_in_this_process_and_in_two(two_loads, tmp_path):
     a, b = load_file(tmp_path / "load-0.5" / "policy.pt"), load_file(out / "load-0.5" / "policy.pt")
     assert all(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"])
     assert not math.isnan(np.sum([s["mean_delay"] for s in here["validation"]]))
+
+
+def test_held_results_are_this_scenarios_study_comparisons_and_a_corrupt_one_is_named(tmp_path):
+    def write(folder, data):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "comparison.json").write_text(json.dumps(data) if isinstance(data, dict) else data)
+
+    row = {"base": "redundancy_ps", "verdict": {"outcome": "better"}}
+    write(".", {"base": "redundancy_ps", "verdict": {}, "rows": {}})  # train.py's comparison: no load
+    write("load-0.9", {**row, "load": 0.9})
+    write("load-0.5", {**row, "load": 0.5})
+    write("load-0.7", {**row, "base": "pools", "load": 0.7})  # another scenario's
+    assert [r["load"] for r in run.held_results(tmp_path, "redundancy_ps")] == [0.5, 0.9]
+    write("load-0.3", '{"base": "redundancy_ps", "lo')
+    with pytest.raises(ValueError, match=r"load-0.3/comparison.json is not readable JSON.*Fix"):
+        run.held_results(tmp_path, "redundancy_ps")
