@@ -119,4 +119,4 @@ def test_a_network_env_refuses_to_run_without_the_probes_its_rewards_read():
     would be wrong without a word; a cell never reads them and runs without."""
     with pytest.raises(ValueError, match=r"probes=False: paper_tandem's rewards.*Fix"):
         envs.AdmissionVectorEnv(envs.load_spec("paper_tandem"), 2, probes=False)
-    envs.AdmissionVectorEnv(envs.load_spec("cell_small"), 2, probes=False)
+    envs.AdmissionVectorEnv(envs.load_spec("cell_small"), 2, lam=1.0, probes=False)
