@@ -365,6 +365,9 @@ def run(args: argparse.Namespace, given: set[str] | None = None) -> dict:
              "ckpt": trainer.decisions}
     bar = None
     control = trainer.spec.system.kind == "control"
+    background = None  # the rules tuned on the spare core while training (they do not depend on the policy)
+    if tuned is None and args.compare != "off" and (os.cpu_count() or 1) > torch.get_num_threads():
+        background = study.BackgroundTuning(trainer.spec, config.seed, args.compare)
 
     def callback(tr: Trainer) -> None:
         p = tr.progress()
@@ -397,20 +400,28 @@ def run(args: argparse.Namespace, given: set[str] | None = None) -> dict:
         except KeyboardInterrupt:
             if bar is not None:
                 bar.close()
+            if background is not None:
+                background.cancel()
             logger.finish()
             saved = f"{ckpt} holds the last periodic checkpoint" if ckpt.is_file() else "nothing was saved"
             raise Interrupted(f"interrupted twice: stopped at once without saving; {saved}.") from None
     if ctrl_c.requested:
+        if background is not None:
+            background.cancel()
         logger.finish()
         raise Interrupted(f"interrupted at {trainer.decisions:,} of {config.steps:,} decisions; saved {ckpt}. "
                           f"Resume with: {resume_command(ckpt, args, given)}")
     try:
         if args.compare == "off":
             tuned = None
+        elif background is not None:
+            tuned = background.result(say)
         elif tuned is None:
             tuned = study.tune_rules(trainer.spec, config.seed, args.compare, say)
         metrics, exported, section = finish(trainer, args, out, tuned, say)
     except KeyboardInterrupt:
+        if background is not None:
+            background.cancel()
         logger.finish()
         raise Interrupted(f"interrupted after training; {ckpt} holds the trained run. Evaluate and export it with: "
                           f"{resume_command(ckpt, args, given)}") from None

@@ -7,6 +7,7 @@ from drl_ac.study.compare import (
     EVALUATION,
     TUNING,
     VALIDATION,
+    BackgroundTuning,
     Verdict,
     compare,
     evaluation_arrivals,
@@ -22,6 +23,6 @@ from drl_ac.study.compare import (
 )
 from drl_ac.study.run import StudyConfig, at_load, reference_rate, run_study
 
-__all__ = ["BUDGETS", "EVALUATION", "TUNING", "VALIDATION", "StudyConfig", "Verdict", "at_load", "guard_rule",
+__all__ = ["BUDGETS", "BackgroundTuning", "EVALUATION", "TUNING", "VALIDATION", "StudyConfig", "Verdict", "at_load", "guard_rule",
            "compare", "evaluation_arrivals", "feasible", "guard", "guard_candidates", "json_rows", "judge", "measure", "reference_rate",
            "run_study", "table", "tune_rules"]

@@ -22,6 +22,7 @@ numbers that decide are never those a choice was made on.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -181,6 +182,35 @@ def tune_rules(spec: NetworkSpec, seed: int = 0, budget: str = "quick", progress
     progress(f"tuning the rules of {spec.name} ({budget})")
     options = {**_budget(budget)["rules"][spec.system.name], **tuning}
     return rules.tune(spec, seed=seed + TUNING, progress=lambda s: progress("  " + s), **options)
+
+
+class BackgroundTuning:
+    """``tune_rules`` in a second process, started now and collected with ``result``: an
+    admission system's rules do not depend on the policy, so on a machine with a spare core
+    they are tuned while the learner trains, at no cost in wall time (the same seed gives the
+    same rules as in this process). ``cancel`` stops it (Ctrl-C during training)."""
+
+    def __init__(self, spec: NetworkSpec, seed: int = 0, budget: str = "quick"):
+        import multiprocessing
+        import signal
+
+        _budget(budget)  # an unknown budget fails here, not in the second process
+        self.spec, self.budget, self.started = spec, budget, time.perf_counter()
+        # the worker ignores Ctrl-C: the training process decides (it cancels this on its way out)
+        self.pool = multiprocessing.get_context("spawn").Pool(1, signal.signal, (signal.SIGINT, signal.SIG_IGN))
+        self.pending = self.pool.apply_async(tune_rules, (spec, seed, budget))
+
+    def result(self, progress: Callable[[str], None] = lambda s: None) -> dict[str, TuningResult]:
+        try:
+            tuned = self.pending.get()
+        finally:
+            self.pool.terminate()
+        progress(f"tuned the rules of {self.spec.name} ({self.budget}) in a second process during training "
+                 f"({time.perf_counter() - self.started:.0f} s since its start)")
+        return tuned
+
+    def cancel(self) -> None:
+        self.pool.terminate()
 
 
 def guard_rule(spec: NetworkSpec, tuned: dict[str, TuningResult], encoding: ObservationEncoding) -> Any | None:

@@ -70,3 +70,16 @@ def test_compare_on_pools_includes_every_constant_action():
     assert rows["learned"]["mean_delay"] == same["mean_delay"]
     assert verdict.outcome in ("no worse", "worse")
     assert "verdict: learned" in study.table(rows, verdict, spec)
+
+
+def test_rules_tuned_in_a_second_process_are_this_processes():
+    """train.py tunes an admission system's rules on the spare core while it trains: the same
+    seed must give the same rules and figures as tuning here."""
+    spec = load_spec("mmc_c1")
+    here = study.tune_rules(spec, 3, "smoke")
+    there = study.BackgroundTuning(spec, 3, "smoke").result()
+
+    def seen(tuned):
+        return {k: (r.rule.describe(), r.metrics["acceptance"], r.metrics["violation"]) for k, r in tuned.items()}
+
+    assert seen(there) == seen(here) and len(here) >= 2
