@@ -188,29 +188,47 @@ class BackgroundTuning:
     """``tune_rules`` in a second process, started now and collected with ``result``: an
     admission system's rules do not depend on the policy, so on a machine with a spare core
     they are tuned while the learner trains, at no cost in wall time (the same seed gives the
-    same rules as in this process). ``cancel`` stops it (Ctrl-C during training)."""
+    same rules as in this process). If the second process cannot run (a script read from
+    standard input cannot be re-imported by it), ``result`` tunes here. ``cancel`` stops it
+    (Ctrl-C during training)."""
 
     def __init__(self, spec: NetworkSpec, seed: int = 0, budget: str = "quick"):
         import multiprocessing
-        import signal
 
         _budget(budget)  # an unknown budget fails here, not in the second process
-        self.spec, self.budget, self.started = spec, budget, time.perf_counter()
-        # the worker ignores Ctrl-C: the training process decides (it cancels this on its way out)
-        self.pool = multiprocessing.get_context("spawn").Pool(1, signal.signal, (signal.SIGINT, signal.SIG_IGN))
-        self.pending = self.pool.apply_async(tune_rules, (spec, seed, budget))
+        self.spec, self.seed, self.budget, self.started = spec, seed, budget, time.perf_counter()
+        context = multiprocessing.get_context("spawn")
+        self.receive, send = context.Pipe(duplex=False)
+        self.process = context.Process(target=_tune_into, args=(send, spec, seed, budget), daemon=True)
+        self.process.start()
+        send.close()  # only the child holds the sending end: its death reads as EOF here
 
     def result(self, progress: Callable[[str], None] = lambda s: None) -> dict[str, TuningResult]:
         try:
-            tuned = self.pending.get()
+            tuned = self.receive.recv()
+        except EOFError:
+            progress("the second process could not tune the rules: tuning them here")
+            return tune_rules(self.spec, self.seed, self.budget, progress)
         finally:
-            self.pool.terminate()
+            self.cancel()
         progress(f"tuned the rules of {self.spec.name} ({self.budget}) in a second process during training "
                  f"({time.perf_counter() - self.started:.0f} s since its start)")
         return tuned
 
     def cancel(self) -> None:
-        self.pool.terminate()
+        self.process.terminate()
+        self.process.join()
+        self.receive.close()
+
+
+def _tune_into(send: Any, spec: NetworkSpec, seed: int, budget: str) -> None:
+    """The second process of ``BackgroundTuning``: it ignores Ctrl-C (the training process
+    decides, and stops it on its way out)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    send.send(tune_rules(spec, seed, budget))
+    send.close()
 
 
 def guard_rule(spec: NetworkSpec, tuned: dict[str, TuningResult], encoding: ObservationEncoding) -> Any | None:
