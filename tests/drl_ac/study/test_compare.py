@@ -83,3 +83,18 @@ def test_rules_tuned_in_a_second_process_are_this_processes():
         return {k: (r.rule.describe(), r.metrics["acceptance"], r.metrics["violation"]) for k, r in tuned.items()}
 
     assert seen(there) == seen(here) and len(here) >= 2
+
+
+def test_background_tuning_falls_back_to_this_process_when_the_second_cannot_start():
+    """A script on standard input cannot be re-imported by a spawned process: the rules are
+    then tuned in the main one (not a hang, not an error)."""
+    import subprocess
+    import sys
+
+    script = ("from drl_ac import study\nfrom envs import load_spec\n"
+              "tuned = study.BackgroundTuning(load_spec('mmc_c1'), 3, 'smoke').result(print)\n"
+              "print(sorted(r.rule.describe() for r in tuned.values()))\n")
+    out = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    here = sorted(r.rule.describe() for r in study.tune_rules(load_spec("mmc_c1"), 3, "smoke").values())
+    assert "tuning them here" in out.stdout and out.stdout.strip().endswith(str(here))
