@@ -78,6 +78,9 @@ FIXED_ON_RESUME = {
     "--reset-backlog": ("reset_backlog", "reset_backlog"), "--base": ("base", "base_rule"),
 }
 # Options of this invocation only (not stored in the checkpoint): repeated in the resume command.
+# Shorter runs tune the rules after training: a second interpreter takes seconds to start, more
+# than a short run's training would hide.
+BACKGROUND_MIN_DECISIONS = 500_000
 RUN_OPTIONS = {"--device": "device", "--threads": "threads", "--calibrate": "calibrate", "--compare": "compare",
                "--eval-arrivals": "eval_arrivals", "--checkpoint-every": "checkpoint_every",
                "--wandb": "wandb", "--wandb-project": "wandb_project", "--wandb-group": "wandb_group",
@@ -366,7 +369,8 @@ def run(args: argparse.Namespace, given: set[str] | None = None) -> dict:
     bar = None
     control = trainer.spec.system.kind == "control"
     background = None  # the rules tuned on the spare core while training (they do not depend on the policy)
-    if tuned is None and args.compare != "off" and (os.cpu_count() or 1) > torch.get_num_threads():
+    if (tuned is None and args.compare != "off" and (os.cpu_count() or 1) > torch.get_num_threads()
+            and config.steps - trainer.decisions >= BACKGROUND_MIN_DECISIONS):
         background = study.BackgroundTuning(trainer.spec, config.seed, args.compare)
 
     def callback(tr: Trainer) -> None:
