@@ -78,17 +78,22 @@ class Probe:
         eng = self.eng
         if eng.routing.reports:  # a system that scores its own decisions (the cell: CellDispatch.probe)
             return eng.routing.probe(eng, rows, self.score)
-        R, t = rows.size, eng.t
-        slot = eng.slot[rows]
-        jobs = eng.jobs
-        start = eng.now[rows]
-        cls = jobs.job_class[rows, slot]
+        R, slot, start = rows.size, eng.slot[rows], eng.now[rows]
+        cls = eng.jobs.job_class[rows, slot]
+        if self.score:
+            success, delay, sojourn, done = self._follow(rows, slot, start, cls)
+        else:  # not asked: reported at once as unscored (success False, delay NaN)
+            success, delay, sojourn, done = np.zeros(R, bool), np.full(R, np.nan), np.full(R, np.nan), start.copy()
         nan = np.full((R, eng.N), np.nan)
-        if not self.score:  # not asked: reported at once as unscored (success False, delay NaN)
-            unscored = np.full(R, np.nan)
-            return Outcomes(rows.copy(), np.full(R, t, np.int64), np.zeros(R, np.int64), np.zeros(R, bool),
-                            np.zeros(R, bool), unscored, unscored.copy(), start.copy(), start.copy(), cls,
-                            np.zeros(R), np.zeros(R, np.int64), nan, nan.copy())
+        return Outcomes(rows.copy(), np.full(R, eng.t, np.int64), np.zeros(R, np.int64), np.zeros(R, bool),
+                        success, delay, sojourn, start.copy(), done, cls, np.zeros(R), np.zeros(R, np.int64),
+                        nan, nan.copy())
+
+    def _follow(self, rows: np.ndarray, slot: np.ndarray, start: np.ndarray, cls: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Run a copy of ``rows`` with the job admitted until its outcome is known: (deadline
+        met, delay, sojourn, departure)."""
+        eng, jobs, R = self.eng, self.eng.jobs, rows.size
         entry = eng.routing.entry(jobs, rows, slot, None)
         total, last = eng.routing.path_service(jobs, rows, slot, entry)
         d_ub = eng.d_ub[cls]
@@ -98,12 +103,9 @@ class Probe:
             horizon = start + d_ub - (total if eng.spec.delay == "sojourn" else last)
         follow = Follow(eng, slot, horizon)
         clone = follow.state = eng.state.take(rows, follow, blank=eng.job_arrays)
-        local = np.arange(R)
-        eng.insert(clone, rows, local, None)
+        eng.insert(clone, rows, np.arange(R), None)
         eng.run(clone, rows, follow.horizon, follow.on_exit)
         done = follow.departure
         sojourn = done - start
         delay = np.where(np.isfinite(done), eng.job_delay(follow.wait_sum, sojourn, last), np.inf)
-        return Outcomes(rows.copy(), np.full(R, t, np.int64), np.zeros(R, np.int64), np.zeros(R, bool),
-                        delay < d_ub, delay, sojourn, start.copy(), done, cls, np.zeros(R), np.zeros(R, np.int64),
-                        nan, nan.copy())
+        return delay < d_ub, delay, sojourn, done

@@ -77,10 +77,10 @@ FIXED_ON_RESUME = {
     "--lam-kp": ("lam_kp", "lam_kp"), "--lam-margin": ("lam_margin", "lam_margin"), "--cost": ("cost", "cost"),
     "--reset-backlog": ("reset_backlog", "reset_backlog"), "--base": ("base", "base_rule"),
 }
-# Options of this invocation only (not stored in the checkpoint): repeated in the resume command.
 # Shorter runs tune the rules after training: a second interpreter takes seconds to start, more
 # than a short run's training would hide.
 BACKGROUND_MIN_DECISIONS = 500_000
+# Options of this invocation only (not stored in the checkpoint): repeated in the resume command.
 RUN_OPTIONS = {"--device": "device", "--threads": "threads", "--calibrate": "calibrate", "--compare": "compare",
                "--eval-arrivals": "eval_arrivals", "--checkpoint-every": "checkpoint_every",
                "--wandb": "wandb", "--wandb-project": "wandb_project", "--wandb-group": "wandb_group",

@@ -611,17 +611,16 @@ def run_study(config: StudyConfig, progress: Say = lambda s: None) -> dict[str, 
                           "stability": r["stability"]["learned"], "seconds": r["seconds"]})
         results.append(r)
         progress(f"wrote {folder}: {r['verdict_line']}")
-    result = {**head, "loads": summaries, "seconds": time.perf_counter() - t0}
-    write_json(out / "study.json", result)
-    result = write_summary(out, results[0]["base"])
+    result = write_summary(out, results[0]["base"], {**head, "loads": summaries, "seconds": time.perf_counter() - t0})
     progress(f"wrote {', '.join(result['files'])}")
     return result
 
 
-def write_summary(out: Path, scenario: str) -> dict[str, Any]:
-    """study.md and study.png over every load held in ``out`` (``held_results``), and their
-    table, the held loads and the files in study.json: what ``run_study`` ends with, and what
-    rebuilds a study's summary after a load's folder was copied in from a run elsewhere."""
+def write_summary(out: Path, scenario: str, run: dict[str, Any] | None = None) -> dict[str, Any]:
+    """study.md and study.png over every load held in ``out`` (``held_results``), and study.json:
+    ``run`` (what a run says of itself; None: the study.json there) with the table, the held
+    loads and the files. What ``run_study`` ends with, and what rebuilds a study's summary
+    after a load's folder was copied in from a run elsewhere."""
     import json
 
     from drl_ac.checkpoint import write_json
@@ -631,8 +630,9 @@ def write_summary(out: Path, scenario: str) -> dict[str, Any]:
     (out / "study.md").write_text(f"# Study of {scenario}\n\n{table}\n{commands(held)}")
     files = [str(out / "study.md"), str(plot(held, out / "study.png", f"{scenario}: learned vs the best rule, 95% CI")),
              str(out / "study.json")]
-    result = json.loads((out / "study.json").read_text()) if (out / "study.json").exists() else {}
-    result.update({"held_loads": [r["load"] for r in held], "table": table, "files": files})
+    if run is None:
+        run = json.loads((out / "study.json").read_text()) if (out / "study.json").exists() else {}
+    result = {**run, "held_loads": [r["load"] for r in held], "table": table, "files": files}
     write_json(out / "study.json", result)
     return result
 
