@@ -77,7 +77,7 @@ FIXED_ON_RESUME = {
     "--lam-kp": ("lam_kp", "lam_kp"), "--lam-margin": ("lam_margin", "lam_margin"), "--cost": ("cost", "cost"),
     "--reset-backlog": ("reset_backlog", "reset_backlog"), "--base": ("base", "base_rule"),
 }
-# Shorter runs tune the rules after training: a second interpreter takes seconds to start, more
+# Shorter runs tune and measure the rules after training: a second interpreter takes seconds to start, more
 # than a short run's training would hide.
 BACKGROUND_MIN_DECISIONS = 500_000
 # Options of this invocation only (not stored in the checkpoint): repeated in the resume command.
@@ -368,10 +368,10 @@ def run(args: argparse.Namespace, given: set[str] | None = None) -> dict:
              "ckpt": trainer.decisions}
     bar = None
     control = trainer.spec.system.kind == "control"
-    background = None  # the rules tuned on the spare core while training (they do not depend on the policy)
-    if (tuned is None and args.compare != "off" and (os.cpu_count() or 1) > torch.get_num_threads()
+    background = None  # the rules tuned and measured on the spare core while training (not policy-dependent)
+    if (args.compare != "off" and (os.cpu_count() or 1) > torch.get_num_threads()
             and config.steps - trainer.decisions >= BACKGROUND_MIN_DECISIONS):
-        background = study.BackgroundTuning(trainer.spec, config.seed, args.compare)
+        background = study.BackgroundRules(trainer.spec, config.seed, args.compare, tuned)
 
     def callback(tr: Trainer) -> None:
         p = tr.progress()
@@ -415,14 +415,17 @@ def run(args: argparse.Namespace, given: set[str] | None = None) -> dict:
         logger.finish()
         raise Interrupted(f"interrupted at {trainer.decisions:,} of {config.steps:,} decisions; saved {ckpt}. "
                           f"Resume with: {resume_command(ckpt, args, given)}")
+    measured = None  # the rules' rows of the comparison, when measured beside training
     try:
         if args.compare == "off":
             tuned = None
-        elif background is not None:
-            tuned = background.result(say)
-        elif tuned is None:
+        elif background is None and tuned is None:
             tuned = study.tune_rules(trainer.spec, config.seed, args.compare, say)
+        if background is not None and tuned is None and control:  # the guard needs the rules
+            tuned, measured = background.result(say)
         metrics, exported, section = finish(trainer, args, out, tuned, say)
+        if background is not None and measured is None:  # still beside the calibration and evaluation
+            tuned, measured = background.result(say)
     except KeyboardInterrupt:
         if background is not None:
             background.cancel()
@@ -434,17 +437,19 @@ def run(args: argparse.Namespace, given: set[str] | None = None) -> dict:
     print(f"final evaluation ({spec.name}, {spec.system.headline.text(spec.eps)}): {format_metrics(metrics, spec)}")
     print(f"wrote {out / 'policy.pt'}, {', '.join(map(str, exported))}, {out / 'metrics.json'}, {ckpt}")
     if tuned is not None:
-        comparison = compare_with_rules(LoadedPolicy(section), spec, config.seed, args.compare, out, tuned, say)
+        comparison = compare_with_rules(LoadedPolicy(section), spec, config.seed, args.compare, out, tuned, measured,
+                                        say)
         metrics["verdict"] = comparison["verdict"]
     return metrics
 
 
 def compare_with_rules(policy: LoadedPolicy, spec: NetworkSpec, seed: int, budget: str, out: Path,
-                       tuned: dict, say: Callable[[str], None]) -> dict:
-    """The study's comparison (``drl_ac.study.compare``): the tuned rules against the policy in
-    steady state; the table and the verdict line to stdout, everything to OUT/comparison.json."""
+                       tuned: dict, measured: dict | None, say: Callable[[str], None]) -> dict:
+    """The study's comparison (``drl_ac.study.compare``): the tuned rules (``measured``: their
+    rows, measured beside training) against the policy in steady state; the table and the
+    verdict line to stdout, everything to OUT/comparison.json."""
     t0 = time.perf_counter()
-    rows, verdict = study.compare(policy, spec, seed, budget, progress=say, tuned=tuned)
+    rows, verdict = study.compare(policy, spec, seed, budget, progress=say, tuned=tuned, measured=measured)
     comparison = {"scenario": spec.name, "budget": budget, "seed": seed, "seconds": time.perf_counter() - t0,
                   "verdict": verdict.to_dict(), "rows": study.json_rows(rows)}
     write_json(out / "comparison.json", comparison)

@@ -25,7 +25,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -184,36 +184,49 @@ def tune_rules(spec: NetworkSpec, seed: int = 0, budget: str = "quick", progress
     return rules.tune(spec, seed=seed + TUNING, progress=lambda s: progress("  " + s), **options)
 
 
-class BackgroundTuning:
-    """``tune_rules`` in a second process, started now and collected with ``result``: an
-    admission system's rules do not depend on the policy, so on a machine with a spare core
-    they are tuned while the learner trains, at no cost in wall time (the same seed gives the
-    same rules as in this process). If the second process cannot run (a script read from
-    standard input cannot be re-imported by it), ``result`` tunes here. ``cancel`` stops it
-    (Ctrl-C during training)."""
+class RuleRows(NamedTuple):
+    """The rules of a system tuned (``tune_rules``) and measured on the evaluation seed
+    (``measure_rules``): what ``compare`` needs besides the learned policy."""
 
-    def __init__(self, spec: NetworkSpec, seed: int = 0, budget: str = "quick"):
+    tuned: dict[str, TuningResult]
+    rows: dict[str, dict]
+
+
+class BackgroundRules:
+    """``tune_rules`` (unless ``tuned`` is given) and ``measure_rules`` in a second process,
+    started now and collected with ``result``: the rules and their measures do not depend on
+    the policy, so on a machine with a spare core they are done while the learner trains, at
+    no cost in wall time (the same seed gives the same rules and figures as in this process).
+    If the second process cannot run (a script read from standard input cannot be re-imported
+    by it), ``result`` does the work here. ``cancel`` stops it (Ctrl-C during training)."""
+
+    def __init__(self, spec: NetworkSpec, seed: int = 0, budget: str = "quick",
+                 tuned: dict[str, TuningResult] | None = None):
         import multiprocessing
 
         _budget(budget)  # an unknown budget fails here, not in the second process
-        self.spec, self.seed, self.budget, self.started = spec, seed, budget, time.perf_counter()
+        self.spec, self.seed, self.budget, self.tuned = spec, seed, budget, tuned
+        self.started = time.perf_counter()
         context = multiprocessing.get_context("spawn")
         self.receive, send = context.Pipe(duplex=False)
-        self.process = context.Process(target=_tune_into, args=(send, spec, seed, budget), daemon=True)
+        self.process = context.Process(target=_rules_into, args=(send, spec, seed, budget, tuned), daemon=True)
         self.process.start()
         send.close()  # only the child holds the sending end: its death reads as EOF here
 
-    def result(self, progress: Callable[[str], None] = lambda s: None) -> dict[str, TuningResult]:
+    def result(self, progress: Callable[[str], None] = lambda s: None) -> RuleRows:
         try:
-            tuned = self.receive.recv()
+            done = self.receive.recv()
         except EOFError:
-            progress("the second process could not tune the rules: tuning them here")
-            return tune_rules(self.spec, self.seed, self.budget, progress)
+            progress("the second process could not do the rules: doing them here")
+            return rule_rows(self.spec, self.seed, self.budget, progress, self.tuned)
         finally:
             self.cancel()
-        progress(f"tuned the rules of {self.spec.name} ({self.budget}) in a second process during training "
+        what = "measured" if self.tuned is not None else "tuned and measured"
+        progress(f"{what} the rules of {self.spec.name} ({self.budget}) in a second process during training "
                  f"({time.perf_counter() - self.started:.0f} s since its start)")
-        return tuned
+        for name, m in done.rows.items():
+            progress(f"{name}: {table_cell(m, self.spec)}")
+        return done
 
     def cancel(self) -> None:
         self.process.terminate()
@@ -221,14 +234,35 @@ class BackgroundTuning:
         self.receive.close()
 
 
-def _tune_into(send: Any, spec: NetworkSpec, seed: int, budget: str) -> None:
-    """The second process of ``BackgroundTuning``: it ignores Ctrl-C (the training process
+def rule_rows(spec: NetworkSpec, seed: int = 0, budget: str = "quick", progress: Callable[[str], None] = lambda s: None,
+              tuned: dict[str, TuningResult] | None = None) -> RuleRows:
+    """The rules tuned (unless ``tuned``) and measured: ``BackgroundRules``'s work, here."""
+    tuned = tune_rules(spec, seed, budget, progress) if tuned is None else tuned
+    return RuleRows(tuned, measure_rules(tuned, spec, seed, budget, progress))
+
+
+def _rules_into(send: Any, spec: NetworkSpec, seed: int, budget: str, tuned: dict | None) -> None:
+    """The second process of ``BackgroundRules``: it ignores Ctrl-C (the training process
     decides, and stops it on its way out)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    send.send(tune_rules(spec, seed, budget))
+    send.send(rule_rows(spec, seed, budget, tuned=tuned))
     send.close()
+
+
+def measure_rules(tuned: dict[str, TuningResult], spec: NetworkSpec, seed: int = 0, budget: str = "quick",
+                  progress: Callable[[str], None] = lambda s: None) -> dict[str, dict]:
+    """Every tuned rule measured on seed + EVALUATION (``measure``; a rule unstable by theory is
+    not simulated), each row with its ``rule`` description."""
+    rows = {}
+    for name, result in tuned.items():
+        if "unstable" in result.metrics and "arrivals" not in result.metrics:  # unstable by theory
+            rows[name] = {"rule": result.rule.describe(), **result.metrics}
+        else:
+            rows[name] = {"rule": result.rule.describe(), **measure(result.rule, spec, seed + EVALUATION, budget)}
+        progress(f"{name}: {table_cell(rows[name], spec)}")
+    return rows
 
 
 def guard_rule(spec: NetworkSpec, tuned: dict[str, TuningResult], encoding: ObservationEncoding) -> Any | None:
@@ -289,20 +323,16 @@ def guard(section: dict, spec: NetworkSpec, default: Any, seed: int = 0, budget:
 
 def compare(policy: Policy, spec: NetworkSpec, seed: int = 0, budget: str = "quick",
             progress: Callable[[str], None] = lambda s: None, tuned: dict[str, TuningResult] | None = None,
-            **tuning: Any) -> tuple[dict[str, dict], Verdict]:
-    """Tune the rules (seed + TUNING; ``tuned``: already tuned), measure them and ``policy``
-    (seed + EVALUATION), judge. Returns every row (``learned`` first, then the rules with their
-    ``rule`` description) and the verdict. ``tuning``: options of the system's tuner
-    replacing the budget's."""
-    tuned = tune_rules(spec, seed, budget, progress, **tuning) if tuned is None else tuned
+            measured: dict[str, dict] | None = None, **tuning: Any) -> tuple[dict[str, dict], Verdict]:
+    """Tune the rules (seed + TUNING; ``tuned``: already tuned), measure them (``measured``:
+    already measured, ``measure_rules``) and ``policy`` (seed + EVALUATION), judge. Returns
+    every row (``learned`` first, then the rules with their ``rule`` description) and the
+    verdict. ``tuning``: options of the system's tuner replacing the budget's."""
+    if measured is None:
+        tuned = tune_rules(spec, seed, budget, progress, **tuning) if tuned is None else tuned
     rows = {"learned": {"rule": "learned", **measure(policy, spec, seed + EVALUATION, budget)}}
     progress(f"learned: {table_cell(rows['learned'], spec)}")
-    for name, result in tuned.items():
-        if "unstable" in result.metrics and "arrivals" not in result.metrics:  # unstable by theory: not simulated
-            rows[name] = {"rule": result.rule.describe(), **result.metrics}
-            continue
-        rows[name] = {"rule": result.rule.describe(), **measure(result.rule, spec, seed + EVALUATION, budget)}
-        progress(f"{name}: {table_cell(rows[name], spec)}")
+    rows.update(measure_rules(tuned, spec, seed, budget, progress) if measured is None else measured)
     verdict = judge(spec, rows["learned"], {k: v for k, v in rows.items() if k != "learned"})
     return rows, verdict
 

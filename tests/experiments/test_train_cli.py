@@ -325,14 +325,16 @@ def test_a_control_system_learns_the_values_of_its_best_rule(tmp_path, capsys):
         train.main(["--resume", str(out / "checkpoint.pt"), "--base", "none", "--quiet", "--compare", "off"])
 
 
-def test_an_admission_systems_rules_are_tuned_beside_a_long_enough_training(tmp_path, capsys, monkeypatch, mm1_yaml):
-    # the threshold lowered so that a tiny run takes the path of a long one: the rules come
-    # from the second process and the comparison runs on them
+def test_the_rules_are_tuned_and_measured_beside_a_long_enough_training(tmp_path, capsys, monkeypatch, mm1_yaml):
+    # the threshold lowered so that a tiny run takes the path of a long one: the rules and
+    # their measures come from the second process and the comparison judges on them
     monkeypatch.setattr(train, "BACKGROUND_MIN_DECISIONS", 0)
     out = tmp_path / "bg"
     argv = ["--scenario", str(mm1_yaml), "--steps", "4000", "--num-envs", "32", "--out", str(out), "--device", "cpu",
             "--calibrate", "off", "--eval-arrivals", "2000", "--compare", "smoke"]
     code, stdout, err = run_main(train, argv, capsys)
     assert code == 0, err
-    assert "in a second process during training" in err and "tuning the rules of" not in err
-    assert "verdict: " in stdout and json.loads((out / "comparison.json").read_text())["verdict"]["outcome"]
+    assert "tuned and measured the rules" in err and "tuning the rules of" not in err
+    comparison = json.loads((out / "comparison.json").read_text())
+    assert "verdict: " in stdout and comparison["verdict"]["outcome"]
+    assert len(comparison["rows"]) >= 3 and all("stability" in m for m in comparison["rows"].values())

@@ -72,29 +72,53 @@ def test_compare_on_pools_includes_every_constant_action():
     assert "verdict: learned" in study.table(rows, verdict, spec)
 
 
-def test_rules_tuned_in_a_second_process_are_this_processes():
-    """train.py tunes an admission system's rules on the spare core while it trains: the same
-    seed must give the same rules and figures as tuning here."""
+def test_rules_tuned_and_measured_in_a_second_process_are_this_processes():
+    """train.py tunes and measures the rules on the spare core while it trains: the same seed
+    must give the same rules and the same per-instance figures (the comparison pairs on them)
+    as doing it here, and the comparison built from them the same verdict."""
     spec = load_spec("mmc_c1")
-    here = study.tune_rules(spec, 3, "smoke")
-    there = study.BackgroundTuning(spec, 3, "smoke").result()
+    here = study.rule_rows(spec, 3, "smoke")
+    there = study.BackgroundRules(spec, 3, "smoke").result()
 
     def seen(tuned):
         return {k: (r.rule.describe(), r.metrics["acceptance"], r.metrics["violation"]) for k, r in tuned.items()}
 
-    assert seen(there) == seen(here) and len(here) >= 2
+    assert seen(there.tuned) == seen(here.tuned) and len(here.tuned) >= 2
+    assert set(there.rows) == set(here.tuned)
+    for name, row in here.rows.items():
+        assert row["rule"] == there.rows[name]["rule"] and row["acceptance"] == there.rows[name]["acceptance"]
+        np.testing.assert_array_equal(row["per_instance"]["met"], there.rows[name]["per_instance"]["met"])
+    policy = ConstantAction(1, "always accept")
+    _, verdict = study.compare(policy, spec, 3, "smoke", tuned=here.tuned)
+    _, given = study.compare(policy, spec, 3, "smoke", measured=there.rows)
+    assert given == verdict
 
 
-def test_background_tuning_falls_back_to_this_process_when_the_second_cannot_start():
+def test_background_rules_measure_given_rules_only():
+    """A control system's rules are tuned before training (its base rule): the second process
+    then only measures them."""
+    spec = load_spec("mmc_c1")
+    tuned = study.tune_rules(spec, 3, "smoke")
+    there = study.BackgroundRules(spec, 3, "smoke", tuned).result()
+    assert there.tuned is not tuned and seen_rules(there.tuned) == seen_rules(tuned)
+    assert set(there.rows) == set(tuned)
+
+
+def seen_rules(tuned):
+    return sorted(r.rule.describe() for r in tuned.values())
+
+
+def test_background_rules_fall_back_to_this_process_when_the_second_cannot_start():
     """A script on standard input cannot be re-imported by a spawned process: the rules are
-    then tuned in the main one (not a hang, not an error)."""
+    then tuned and measured in the main one (not a hang, not an error)."""
     import subprocess
     import sys
 
     script = ("from drl_ac import study\nfrom envs import load_spec\n"
-              "tuned = study.BackgroundTuning(load_spec('mmc_c1'), 3, 'smoke').result(print)\n"
-              "print(sorted(r.rule.describe() for r in tuned.values()))\n")
+              "done = study.BackgroundRules(load_spec('mmc_c1'), 3, 'smoke').result(print)\n"
+              "print(sorted(r.rule.describe() for r in done.tuned.values()), sorted(done.rows))\n")
     out = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    here = sorted(r.rule.describe() for r in study.tune_rules(load_spec("mmc_c1"), 3, "smoke").values())
-    assert "tuning them here" in out.stdout and out.stdout.strip().endswith(str(here))
+    tuned = study.tune_rules(load_spec("mmc_c1"), 3, "smoke")
+    here = f"{seen_rules(tuned)} {sorted(tuned)}"
+    assert "doing them here" in out.stdout and out.stdout.strip().endswith(here)
