@@ -59,7 +59,9 @@ class RuleDefault(nn.Module):
     ``{"kind": "threshold", "column": c, "k": k, "below": a, "above": b}`` (action a while
     obs[:, c] < k, else b: d by a load threshold) or ``{"kind": "table", "actions": [...]}``
     (actions[i] for the one-hot block of the last len(actions) features: the signalled pool)
-    or ``{"kind": "constant", "action": a}``; the rules' ``guard_fields()`` (``drl_ac.rules``)
+    or ``{"kind": "prefix", "column": c, "m": m, "actions": [...]}`` (actions[j], j the number of
+    leading features c + 1, c + 2, ... at most m: redundancy's own-server threshold) or
+    ``{"kind": "constant", "action": a}``; the rules' ``guard_fields()`` (``drl_ac.rules``)
     write them (``rule_of`` turns a constant action's into the last form)."""
 
     def __init__(self, rule: dict):
@@ -70,18 +72,29 @@ class RuleDefault(nn.Module):
             self.register_buffer("k", torch.tensor(float(rule["k"])))
             self.register_buffer("below", torch.tensor(int(rule["below"])))
             self.register_buffer("above", torch.tensor(int(rule["above"])))
-        elif self.kind == "table":
+        elif self.kind in ("table", "prefix"):
             self.register_buffer("actions", torch.tensor([int(a) for a in rule["actions"]]))
+            if self.kind == "prefix":
+                self.column = int(rule["column"])
+                self.register_buffer("m", torch.tensor(float(rule["m"])))
         elif self.kind == "constant":
             self.register_buffer("action", torch.tensor(int(rule["action"])))
         else:
-            raise ValueError(f"default_rule.kind: unknown {self.kind!r}. Fix: use threshold, table or constant.")
+            raise ValueError(f"default_rule.kind: unknown {self.kind!r}. Fix: use threshold, table, prefix or "
+                             "constant.")
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         if self.kind == "threshold":
             return torch.where(obs[:, self.column] < self.k, self.below, self.above)
         if self.kind == "constant":
             return self.action.expand(obs.shape[0])
+        if self.kind == "prefix":
+            free = torch.ones_like(obs[:, 0], dtype=torch.bool)
+            count = torch.zeros_like(obs[:, 0], dtype=torch.long)
+            for j in range(1, self.actions.numel()):  # unrolled when exported (ONNX has no cumprod)
+                free = free & (obs[:, self.column + j] <= self.m)
+                count = count + free.long()
+            return self.actions[count]
         return self.actions[obs[:, -self.actions.numel():].argmax(1)]
 
 

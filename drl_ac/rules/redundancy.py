@@ -6,6 +6,11 @@
 * ``LoadThreshold``: d = ``high`` while fewer than k jobs are in the system, else ``low``:
   copies are cheap when servers idle and cost capacity when they do not. ``low`` is the best
   fixed d (what the rule falls back to under load), ``high`` any larger choice, k tuned.
+* ``OwnServers``: a copy on each of the job's servers in turn (its random order, the first
+  always) while that server holds at most m jobs, up to ``d_max``: a copy costs capacity
+  only where it shares a busy server, so it is made where it is cheap (redundancy to idle
+  queues, Gardner et al.). It reads the jobs at the job's own servers (the observation's
+  ``candidates``), d_max and m tuned.
 
 Both are tuned in steady state on common random numbers (``tuning.ControlTuner``).
 """
@@ -50,6 +55,52 @@ class LoadThreshold:
                                  "above": self.low}}
 
 
+@dataclass(frozen=True)
+class OwnServers:
+    """d = 1 + the number of the job's servers 2..``d_max`` (in its order, a prefix) holding at
+    most ``m`` jobs each: the observation's ``candidates`` start at ``column``; ``actions[j]``
+    is the action of the largest choice of d <= j + 1."""
+
+    d_max: int
+    m: int
+    column: int
+    actions: tuple[int, ...]
+    labels: tuple[int, ...]  # d of each action, for describe
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        free = obs[:, self.column + 1: self.column + self.d_max] <= self.m
+        count = np.cumprod(free, axis=1).sum(1)
+        return np.asarray(self.actions, np.int64)[count]
+
+    def describe(self) -> str:
+        return f"copies on the job's next servers while they hold <= {self.m} jobs (d <= {self.d_max})"
+
+    def guard_fields(self) -> dict:
+        """The policy-section fields that make this rule a learned policy's default (a guard,
+        exported in torch: ``drl_ac.learning.qnet.RuleDefault``)."""
+        return {"default_rule": {"kind": "prefix", "column": self.column, "m": self.m, "actions": list(self.actions)}}
+
+
+M_GRID = (0, 1, 2, 4, 8)  # jobs a server may hold and still get a copy (OwnServers)
+
+
+def own_server_rules(spec: NetworkSpec, m_grid: tuple[int, ...] = M_GRID) -> list[OwnServers]:
+    """One ``OwnServers`` rule per d_max > 1 of the scenario's choices and m of ``m_grid``; none
+    when the observation does not count the jobs at the job's own servers."""
+    from envs import ObservationEncoding
+
+    enc = ObservationEncoding.for_spec(spec)
+    choices = spec.redundancy.choices
+    if not enc.candidates:
+        return []
+    column = enc.width - enc.candidates
+    rules = []
+    for d_max in (d for d in choices if 1 < d <= enc.candidates):
+        actions = tuple(max((a for a, d in enumerate(choices) if d <= j), default=0) for j in range(1, d_max + 1))
+        rules += [OwnServers(d_max, m, column, actions, choices) for m in m_grid]
+    return rules
+
+
 def limits(spec: NetworkSpec) -> dict[int, float]:
     """lambda*(d) of each choice d of the scenario (exact, fluid)."""
     red = spec.redundancy
@@ -60,9 +111,10 @@ def limits(spec: NetworkSpec) -> dict[int, float]:
 def tuned_rules(spec: NetworkSpec, seed: int = 777, num_envs: int = 64, max_steps: int = 16_000,
                 progress: Callable[[str], None] | None = None, k_grid: tuple[int, ...] = K_GRID
                 ) -> dict[str, TuningResult]:
-    """Every fixed d (unstable ones marked, not simulated) and the load threshold, tuned over
-    ``k_grid`` and every ``high`` above the best fixed d; while the best k is the largest
-    tried, k doubles (up to ``K_MAX``): a careful engineer's grid covers the loads it meets."""
+    """Every fixed d (unstable ones marked, not simulated), the load threshold, tuned over
+    ``k_grid`` and every ``high`` above the best fixed d (while the best k is the largest
+    tried, k doubles up to ``K_MAX``: a careful engineer's grid covers the loads it meets),
+    and the own-server threshold, tuned over its d_max and m (``own_server_rules``)."""
     red, rate = spec.redundancy, spec.arrival_rate
     lam_star = limits(spec)
     tuner = ControlTuner(spec, seed, num_envs, max_steps, progress=progress)
@@ -89,4 +141,7 @@ def tuned_rules(spec: NetworkSpec, seed: int = 777, num_envs: int = 64, max_step
             candidates += at(min(2 * best.rule.k, K_MAX))
             best = tuner.best(candidates)
         out["load threshold"] = best
+    own = own_server_rules(spec)
+    if own:
+        out["own-server threshold"] = tuner.best(own)
     return out

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from drl_ac.export import INPUT_NAME, OUTPUT_NAME, export_onnx, export_program
-from drl_ac.learning.qnet import GreedyPolicy, QNetwork
+from drl_ac.learning.qnet import GreedyPolicy, QNetwork, RuleDefault
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -90,6 +90,14 @@ def test_greedy_policy_exports_match_torch(tmp_path):
 
 def test_argmax_policy_with_three_actions_exports_match_torch(tmp_path):
     assert_same_actions(argmax_policy(), tmp_path, seed=11, num_actions=3)
+
+
+def test_a_policy_guarded_by_the_own_server_rule_exports_match_torch(tmp_path):
+    # redundancy's own-server threshold (a prefix of features at most m) unrolls into the graph
+    torch.manual_seed(3)
+    qnet = QNetwork(obs_dim=D, scale=SCALE, hidden=(16,), num_actions=4).eval()
+    rule = RuleDefault({"kind": "prefix", "column": 2, "m": 4, "actions": [0, 1, 2, 3]})
+    assert_same_actions(GreedyPolicy(qnet, 1e30, admission=False, rule=rule).eval(), tmp_path, seed=12, num_actions=4)
 
 
 def test_exports_are_quiet(tmp_path, capfd):

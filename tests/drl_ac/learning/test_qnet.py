@@ -56,6 +56,10 @@ def test_a_rule_as_the_default_per_row():
     table = RuleDefault({"kind": "table", "actions": [2, 3, 2]})  # the last 3 features: a one-hot
     info = torch.eye(3)[[1, 0, 2]]
     assert table(torch.cat([torch.zeros(3, 4), info], 1)).tolist() == [3, 2, 2]
+    prefix = RuleDefault({"kind": "prefix", "column": 1, "m": 1, "actions": [0, 1, 1, 2]})  # d in (1, 2, 4)
+    own = torch.tensor([[7.0, 9.0, 0.0, 1.0, 0.0], [0.0, 0.0, 2.0, 0.0, 0.0], [0.0, 0.0, 1.0, 5.0, 0.0],
+                        [0.0, 0.0, 0.0, 1.0, 3.0]])
+    assert prefix(own).tolist() == [2, 0, 1, 1]  # 3, 0, 1, 2 of the job's next servers hold <= 1 job
     # the guard keeps each row's rule action unless the advantage over it reaches the bias
     rows = torch.tensor([[0.0, 5.0], [0.0, 0.0], [0.0, 1.0]])  # the rule: action 0 in every row
     guard = RuleDefault({"kind": "threshold", "column": 1, "k": 10, "below": 0, "above": 2})

@@ -2,10 +2,11 @@
 run as the spec with that d forced, and the tuner's rows against the exact limits."""
 
 import numpy as np
+import torch
 import yaml
 
 from drl_ac.evaluation.metrics import evaluate
-from drl_ac.rules.redundancy import LoadThreshold, limits, tuned_rules
+from drl_ac.rules.redundancy import LoadThreshold, OwnServers, limits, own_server_rules, tuned_rules
 from drl_ac.rules.tuning import ConstantAction
 from envs import NetworkSpec
 from envs.spec import SCENARIO_DIR
@@ -25,6 +26,32 @@ def test_load_threshold_by_hand():
     assert rule.describe() == "d = 4 below 3 jobs in system, else 1"
 
 
+def test_own_servers_by_hand():
+    # columns 2..5: the jobs at the job's first four servers (its copies join a prefix of them)
+    rule = OwnServers(d_max=4, m=1, column=2, actions=(0, 1, 2, 3), labels=(1, 2, 3, 4))
+    obs = np.array([[9, 9, 5, 0, 1, 0], [0, 0, 0, 2, 0, 0], [0, 0, 9, 1, 3, 0], [0, 0, 0, 0, 0, 0]], float)
+    assert rule(obs).tolist() == [3, 0, 1, 3]  # the first server always; then while <= 1 job
+    two = OwnServers(d_max=2, m=0, column=2, actions=(0, 1), labels=(1, 2, 3, 4))
+    assert two(obs).tolist() == [1, 0, 0, 1]
+    assert rule.describe() == "copies on the job's next servers while they hold <= 1 jobs (d <= 4)"
+
+
+def test_own_server_rules_read_the_candidates_and_map_counts_to_choices():
+    from drl_ac.learning.qnet import RuleDefault, rule_of
+    from envs import ObservationEncoding
+
+    spec = spec_at(5.0, d=(1, 2, 4))
+    enc = ObservationEncoding.for_spec(spec)
+    rules = own_server_rules(spec, m_grid=(0, 3))
+    assert {(r.d_max, r.m) for r in rules} == {(2, 0), (2, 3), (4, 0), (4, 3)}
+    widest = next(r for r in rules if r.d_max == 4)
+    assert widest.column == enc.width - enc.candidates == 11  # 10 sorted counts and the total first
+    assert widest.actions == (0, 1, 1, 2)  # 3 free servers -> the largest choice <= 3, d = 2
+    obs = np.random.default_rng(0).integers(0, 5, (500, enc.width)).astype(np.float32)
+    for rule in rules:  # the exported default is the same rule
+        assert (RuleDefault(rule_of(rule.guard_fields()))(torch.from_numpy(obs)).numpy() == rule(obs)).all()
+
+
 def test_fixed_d_equals_the_spec_with_that_d_forced():
     # copies, sizes and server orders are drawn at arrival whatever the action: same runs
     for action, d in ((0, 1), (2, 3)):
@@ -40,7 +67,7 @@ def test_limits_are_the_scenarios():
 
 def test_tuner_marks_unstable_d_and_tunes_the_threshold():
     rows = tuned_rules(spec_at(8.5), seed=1, num_envs=4, max_steps=400, k_grid=(2, 8))
-    assert set(rows) == {"d = 1", "d = 2", "d = 3", "d = 4", "load threshold"}
+    assert set(rows) == {"d = 1", "d = 2", "d = 3", "d = 4", "load threshold", "own-server threshold"}
     for d in (2, 3, 4):  # lambda*(2) = 8.0 < 8.5: every d >= 2 is unstable alone, not simulated
         assert "unstable" in rows[f"d = {d}"].metrics and "arrivals" not in rows[f"d = {d}"].metrics
     threshold = rows["load threshold"].rule
