@@ -84,7 +84,7 @@ BUDGETS: dict[str, Budget] = {
                                           "each: minutes even with 500 arrivals",
               "pools --baselines": "every constant action and the signalled-pool rule, each tuned, measured and "
                                    "checked for stability (about a minute at the smoke budget)",
-              "redundancy_ps --baselines": "every fixed d and the load threshold tuned, measured and checked for "
+              "redundancy_ps --baselines": "every fixed d, the load and own-server thresholds tuned, measured and checked for "
                                            "stability (about a minute at the smoke budget; tests/drl_ac/study "
                                            "covers the comparison in the default run)"}),
     "experiments/cell.py": Budget(set={"--quick": True, "--out": "{out}", "--quiet": True},
