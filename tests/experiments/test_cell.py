@@ -38,7 +38,9 @@ def test_quick_run_tunes_trains_evaluates_and_judges(experiment, tmp_path):
     for name, rule in out["rules"].items():  # tuned with the margin, on the tuning seed
         assert rule["tuning"]["dropping_upper"] <= eps, name
     (learner,) = out["learners"]
-    assert out["chosen"]["seed"] == learner["seed"] == 0 and learner["validation"]["dropping_upper"] <= eps
+    # the quick run trains for one second of wall time: on a loaded machine the learner may
+    # still block every UE, and then nothing is dropped (NaN, the constraint met)
+    assert out["chosen"]["seed"] == learner["seed"] == 0 and not learner["validation"]["dropping_upper"] > eps
     verdict = out["verdict"]
     assert verdict["eps"] == eps and verdict["per_hour"]["blocking"] == rows[cell.PER_HOUR]["blocking"]
     for key in ("blocking", "dropping"):
