@@ -422,16 +422,17 @@ def run(args: argparse.Namespace, given: set[str] | None = None) -> dict:
         elif background is None and tuned is None:
             tuned = study.tune_rules(trainer.spec, config.seed, args.compare, say)
         if background is not None and tuned is None and control:  # the guard needs the rules
-            tuned, measured = background.result(say)
+            tuned = background.tuned(say)
         metrics, exported, section = finish(trainer, args, out, tuned, say)
-        if background is not None and measured is None:  # still beside the calibration and evaluation
+        if background is not None:  # measured beside the guard's choice, calibration and evaluation
             tuned, measured = background.result(say)
     except KeyboardInterrupt:
-        if background is not None:
-            background.cancel()
         logger.finish()
         raise Interrupted(f"interrupted after training; {ckpt} holds the trained run. Evaluate and export it with: "
                           f"{resume_command(ckpt, args, given)}") from None
+    finally:
+        if background is not None:
+            background.cancel()
     logger.finish(metrics)
     spec = trainer.spec
     print(f"final evaluation ({spec.name}, {spec.system.headline.text(spec.eps)}): {format_metrics(metrics, spec)}")

@@ -12,7 +12,7 @@
   queues, Gardner et al.). It reads the jobs at the job's own servers (the observation's
   ``candidates``), d_max and m tuned.
 
-Both are tuned in steady state on common random numbers (``tuning.ControlTuner``).
+All are tuned in steady state on common random numbers (``tuning.ControlTuner``).
 """
 
 from __future__ import annotations
@@ -59,13 +59,12 @@ class LoadThreshold:
 class OwnServers:
     """d = 1 + the number of the job's servers 2..``d_max`` (in its order, a prefix) holding at
     most ``m`` jobs each: the observation's ``candidates`` start at ``column``; ``actions[j]``
-    is the action of the largest choice of d <= j + 1."""
+    is the action of the largest choice of d <= j + 1 (``choice_for``)."""
 
     d_max: int
     m: int
     column: int
     actions: tuple[int, ...]
-    labels: tuple[int, ...]  # d of each action, for describe
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         free = obs[:, self.column + 1: self.column + self.d_max] <= self.m
@@ -95,10 +94,17 @@ def own_server_rules(spec: NetworkSpec, m_grid: tuple[int, ...] = M_GRID) -> lis
         return []
     column = enc.width - enc.candidates
     rules = []
-    for d_max in (d for d in choices if 1 < d <= enc.candidates):
-        actions = tuple(max((a for a, d in enumerate(choices) if d <= j), default=0) for j in range(1, d_max + 1))
-        rules += [OwnServers(d_max, m, column, actions, choices) for m in m_grid]
+    for d_max in sorted(d for d in choices if 1 < d <= enc.candidates):
+        actions = tuple(choice_for(choices, j) for j in range(1, d_max + 1))
+        rules += [OwnServers(d_max, m, column, actions) for m in m_grid]
     return rules
+
+
+def choice_for(choices: tuple[int, ...], d: int) -> int:
+    """The action of the largest of ``choices`` (any order) at most ``d``; the smallest choice's
+    when none is."""
+    fits = [a for a, c in enumerate(choices) if c <= d]
+    return max(fits, key=lambda a: choices[a]) if fits else min(range(len(choices)), key=lambda a: choices[a])
 
 
 def limits(spec: NetworkSpec) -> dict[int, float]:

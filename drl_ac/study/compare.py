@@ -194,18 +194,20 @@ class RuleRows(NamedTuple):
 
 class BackgroundRules:
     """``tune_rules`` (unless ``tuned`` is given) and ``measure_rules`` in a second process,
-    started now and collected with ``result``: the rules and their measures do not depend on
-    the policy, so on a machine with a spare core they are done while the learner trains, at
-    no cost in wall time (the same seed gives the same rules and figures as in this process).
-    If the second process cannot run (a script read from standard input cannot be re-imported
-    by it), ``result`` does the work here. ``cancel`` stops it (Ctrl-C during training)."""
+    started now: the rules and their measures do not depend on the policy, so on a machine
+    with a spare core they are done while the learner trains, at no cost in wall time (the
+    same seed gives the same rules and figures as in this process). ``tuned`` returns the
+    rules as soon as they are tuned (a control policy's guard needs them), ``result`` the
+    rules and their rows. If the second process cannot run (a script read from standard input
+    cannot be re-imported by it), the work is done here. ``cancel`` stops it (Ctrl-C)."""
 
     def __init__(self, spec: NetworkSpec, seed: int = 0, budget: str = "quick",
                  tuned: dict[str, TuningResult] | None = None):
         import multiprocessing
 
         _budget(budget)  # an unknown budget fails here, not in the second process
-        self.spec, self.seed, self.budget, self.tuned = spec, seed, budget, tuned
+        self.spec, self.seed, self.budget, self.given = spec, seed, budget, tuned
+        self._tuned: dict[str, TuningResult] | None = None
         self.started = time.perf_counter()
         context = multiprocessing.get_context("spawn")
         self.receive, send = context.Pipe(duplex=False)
@@ -213,20 +215,32 @@ class BackgroundRules:
         self.process.start()
         send.close()  # only the child holds the sending end: its death reads as EOF here
 
+    def tuned(self, progress: Callable[[str], None] = lambda s: None) -> dict[str, TuningResult]:
+        if self._tuned is None:
+            try:
+                self._tuned = self.receive.recv()
+            except (EOFError, OSError):
+                progress("the second process could not tune the rules: tuning them here")
+                self.cancel()
+                self._tuned = tune_rules(self.spec, self.seed, self.budget, progress) if self.given is None \
+                    else self.given
+        return self._tuned
+
     def result(self, progress: Callable[[str], None] = lambda s: None) -> RuleRows:
+        tuned = self.tuned(progress)
         try:
-            done = self.receive.recv()
-        except EOFError:
-            progress("the second process could not do the rules: doing them here")
-            return rule_rows(self.spec, self.seed, self.budget, progress, self.tuned)
+            rows = self.receive.recv()
+        except (EOFError, OSError):
+            progress("the second process could not measure the rules: measuring them here")
+            return RuleRows(tuned, measure_rules(tuned, self.spec, self.seed, self.budget, progress))
         finally:
             self.cancel()
-        what = "measured" if self.tuned is not None else "tuned and measured"
+        what = "measured" if self.given is not None else "tuned and measured"
         progress(f"{what} the rules of {self.spec.name} ({self.budget}) in a second process during training "
                  f"({time.perf_counter() - self.started:.0f} s since its start)")
-        for name, m in done.rows.items():
+        for name, m in rows.items():
             progress(f"{name}: {table_cell(m, self.spec)}")
-        return done
+        return RuleRows(tuned, rows)
 
     def cancel(self) -> None:
         self.process.terminate()
@@ -242,12 +256,14 @@ def rule_rows(spec: NetworkSpec, seed: int = 0, budget: str = "quick", progress:
 
 
 def _rules_into(send: Any, spec: NetworkSpec, seed: int, budget: str, tuned: dict | None) -> None:
-    """The second process of ``BackgroundRules``: it ignores Ctrl-C (the training process
-    decides, and stops it on its way out)."""
+    """The second process of ``BackgroundRules``: the rules, then their rows. It ignores Ctrl-C
+    (the training process decides, and stops it on its way out)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    send.send(rule_rows(spec, seed, budget, tuned=tuned))
+    tuned = tune_rules(spec, seed, budget) if tuned is None else tuned
+    send.send(tuned)
+    send.send(measure_rules(tuned, spec, seed, budget))
     send.close()
 
 
@@ -267,7 +283,7 @@ def measure_rules(tuned: dict[str, TuningResult], spec: NetworkSpec, seed: int =
 
 def guard_rule(spec: NetworkSpec, tuned: dict[str, TuningResult], encoding: ObservationEncoding) -> Any | None:
     """The best tuned rule that can guard a learned policy (it has ``guard_fields``: a constant
-    action, a load threshold, the signalled pool; stationary and feasible on the tuning seed)
+    action, a load or own-server threshold, the signalled pool; stationary and feasible on the tuning seed)
     and reads the policy's observations (``encoding``, the rules' own), or None."""
     head = spec.system.headline
     sign = 1.0 if head.sense == "max" else -1.0
@@ -295,7 +311,7 @@ def guard(section: dict, spec: NetworkSpec, default: Any, seed: int = 0, budget:
           quantiles: tuple[float, ...] = (0.5, 0.9, 0.99), progress: Callable[[str], None] = lambda s: None
           ) -> tuple[dict, list[dict]]:
     """A control system's learned policy guarded by its best guarding rule (``guard_rule``:
-    a constant action, a load threshold, the signalled pool): the greedy network, it guarded
+    a constant action, a load or own-server threshold, the signalled pool): the greedy network, it guarded
     at bias ``quantiles`` of its positive advantages over the rule's action, and the rule
     itself (bias infinite); the one with the lowest mean response in
     steady state on seed + VALIDATION (never the evaluation seed), among the stationary ones.

@@ -39,8 +39,10 @@ def test_quick_run_tunes_trains_evaluates_and_judges(experiment, tmp_path):
         assert rule["tuning"]["dropping_upper"] <= eps, name
     (learner,) = out["learners"]
     # the quick run trains for one second of wall time: on a loaded machine the learner may
-    # still block every UE, and then nothing is dropped (NaN, the constraint met)
-    assert out["chosen"]["seed"] == learner["seed"] == 0 and not learner["validation"]["dropping_upper"] > eps
+    # still block every new UE, and then none is dropped (NaN: the constraint holds)
+    upper, blocking = learner["validation"]["dropping_upper"], learner["validation"]["blocking"]
+    assert out["chosen"]["seed"] == learner["seed"] == 0
+    assert upper <= eps or (math.isnan(upper) and blocking == 1.0), (upper, blocking)
     verdict = out["verdict"]
     assert verdict["eps"] == eps and verdict["per_hour"]["blocking"] == rows[cell.PER_HOUR]["blocking"]
     for key in ("blocking", "dropping"):

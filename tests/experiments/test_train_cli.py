@@ -338,3 +338,20 @@ def test_the_rules_are_tuned_and_measured_beside_a_long_enough_training(tmp_path
     comparison = json.loads((out / "comparison.json").read_text())
     assert "verdict: " in stdout and comparison["verdict"]["outcome"]
     assert len(comparison["rows"]) >= 3 and all("stability" in m for m in comparison["rows"].values())
+
+
+def test_a_control_system_without_a_base_rule_guards_with_the_rules_of_the_second_process(tmp_path, capsys,
+                                                                                          monkeypatch):
+    # --base none: the rules are tuned beside training; the guard takes them as soon as they
+    # are tuned, their measures come after the policy's evaluation
+    monkeypatch.setattr(train, "BACKGROUND_MIN_DECISIONS", 0)
+    out = tmp_path / "red"
+    argv = ["--scenario", "redundancy_ps", "--steps", "4000", "--num-envs", "32", "--out", str(out), "--device", "cpu",
+            "--compare", "smoke", "--base", "none"]
+    code, stdout, err = run_main(train, argv, capsys)
+    assert code == 0, err
+    assert "tuning the rules of" not in err and "tuned and measured the rules" in err
+    assert err.index("choosing among") < err.index("tuned and measured the rules")  # the guard did not wait
+    comparison = json.loads((out / "comparison.json").read_text())
+    assert {"learned", "d = 1", "load threshold", "own-server threshold"} <= set(comparison["rows"])
+    assert load_file(out / "policy.pt")["selection"]["chosen"]  # the guard chose among its candidates

@@ -28,10 +28,10 @@ def test_load_threshold_by_hand():
 
 def test_own_servers_by_hand():
     # columns 2..5: the jobs at the job's first four servers (its copies join a prefix of them)
-    rule = OwnServers(d_max=4, m=1, column=2, actions=(0, 1, 2, 3), labels=(1, 2, 3, 4))
+    rule = OwnServers(d_max=4, m=1, column=2, actions=(0, 1, 2, 3))
     obs = np.array([[9, 9, 5, 0, 1, 0], [0, 0, 0, 2, 0, 0], [0, 0, 9, 1, 3, 0], [0, 0, 0, 0, 0, 0]], float)
     assert rule(obs).tolist() == [3, 0, 1, 3]  # the first server always; then while <= 1 job
-    two = OwnServers(d_max=2, m=0, column=2, actions=(0, 1), labels=(1, 2, 3, 4))
+    two = OwnServers(d_max=2, m=0, column=2, actions=(0, 1))
     assert two(obs).tolist() == [1, 0, 0, 1]
     assert rule.describe() == "copies on the job's next servers while they hold <= 1 jobs (d <= 4)"
 
@@ -50,6 +50,9 @@ def test_own_server_rules_read_the_candidates_and_map_counts_to_choices():
     obs = np.random.default_rng(0).integers(0, 5, (500, enc.width)).astype(np.float32)
     for rule in rules:  # the exported default is the same rule
         assert (RuleDefault(rule_of(rule.guard_fields()))(torch.from_numpy(obs)).numpy() == rule(obs)).all()
+    # the choices in any order: by value, not by position
+    assert next(r for r in own_server_rules(spec_at(5.0, d=(4, 1, 2)), (0,)) if r.d_max == 4).actions == (1, 2, 2, 0)
+    assert next(r for r in own_server_rules(spec_at(5.0, d=(2, 4)), (0,)) if r.d_max == 4).actions == (0, 0, 0, 1)
 
 
 def test_fixed_d_equals_the_spec_with_that_d_forced():

@@ -94,14 +94,18 @@ def test_rules_tuned_and_measured_in_a_second_process_are_this_processes():
     assert given == verdict
 
 
-def test_background_rules_measure_given_rules_only():
-    """A control system's rules are tuned before training (its base rule): the second process
-    then only measures them."""
+def test_background_rules_give_the_rules_first_then_measure_given_rules_only():
+    """A control policy's guard needs the rules before their measures (``tuned``, then
+    ``result``); a control system's rules tuned before training (its base rule) are only
+    measured there."""
     spec = load_spec("mmc_c1")
     tuned = study.tune_rules(spec, 3, "smoke")
-    there = study.BackgroundRules(spec, 3, "smoke", tuned).result()
-    assert there.tuned is not tuned and seen_rules(there.tuned) == seen_rules(tuned)
-    assert set(there.rows) == set(tuned)
+    background = study.BackgroundRules(spec, 3, "smoke")
+    first = background.tuned()
+    there = background.result()
+    assert there.tuned is first and seen_rules(first) == seen_rules(tuned) and set(there.rows) == set(tuned)
+    given = study.BackgroundRules(spec, 3, "smoke", tuned).result()
+    assert seen_rules(given.tuned) == seen_rules(tuned) and set(given.rows) == set(tuned)
 
 
 def seen_rules(tuned):
@@ -121,4 +125,4 @@ def test_background_rules_fall_back_to_this_process_when_the_second_cannot_start
     assert out.returncode == 0, out.stderr[-2000:]
     tuned = study.tune_rules(load_spec("mmc_c1"), 3, "smoke")
     here = f"{seen_rules(tuned)} {sorted(tuned)}"
-    assert "doing them here" in out.stdout and out.stdout.strip().endswith(here)
+    assert "tuning them here" in out.stdout and out.stdout.strip().endswith(here)
