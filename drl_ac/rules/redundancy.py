@@ -115,12 +115,12 @@ def limits(spec: NetworkSpec) -> dict[int, float]:
 
 
 def tuned_rules(spec: NetworkSpec, seed: int = 777, num_envs: int = 64, max_steps: int = 16_000,
-                progress: Callable[[str], None] | None = None, k_grid: tuple[int, ...] = K_GRID
-                ) -> dict[str, TuningResult]:
+                progress: Callable[[str], None] | None = None, k_grid: tuple[int, ...] = K_GRID,
+                m_grid: tuple[int, ...] = M_GRID) -> dict[str, TuningResult]:
     """Every fixed d (unstable ones marked, not simulated), the load threshold, tuned over
     ``k_grid`` and every ``high`` above the best fixed d (while the best k is the largest
     tried, k doubles up to ``K_MAX``: a careful engineer's grid covers the loads it meets),
-    and the own-server threshold, tuned over its d_max and m (``own_server_rules``)."""
+    and the own-server threshold, tuned over its d_max and ``m_grid`` (``own_server_rules``)."""
     red, rate = spec.redundancy, spec.arrival_rate
     lam_star = limits(spec)
     tuner = ControlTuner(spec, seed, num_envs, max_steps, progress=progress)
@@ -147,7 +147,7 @@ def tuned_rules(spec: NetworkSpec, seed: int = 777, num_envs: int = 64, max_step
             candidates += at(min(2 * best.rule.k, K_MAX))
             best = tuner.best(candidates)
         out["load threshold"] = best
-    own = own_server_rules(spec)
+    own = own_server_rules(spec, m_grid)
     if own:
         out["own-server threshold"] = tuner.best(own)
     return out

@@ -52,7 +52,8 @@ Policy = Callable[[np.ndarray], np.ndarray]
 # steady_state; "stability": of stability.
 BUDGETS: dict[str, dict[str, dict]] = {
     "smoke": {"rules": {"network": {"arrivals": 2_000}, "cell": {"arrivals": 2_000, "num_envs": 20},
-                        "redundancy": {"num_envs": 8, "max_steps": 400, "k_grid": (4, 16)},
+                        "redundancy": {"num_envs": 8, "max_steps": 400, "k_grid": (4, 16),
+                                       "m_grid": (0, 2)},
                         "pools": {"num_envs": 8, "max_steps": 400}},
               "evaluation": {"num_envs": 16, "min_steps": 400, "max_steps": 400, "rel_se": 1.0},
               "stability": {"num_envs": 8, "build_steps": 100, "steps": 200, "doublings": 0}},

@@ -69,7 +69,7 @@ def test_limits_are_the_scenarios():
 
 
 def test_tuner_marks_unstable_d_and_tunes_the_threshold():
-    rows = tuned_rules(spec_at(8.5), seed=1, num_envs=4, max_steps=400, k_grid=(2, 8))
+    rows = tuned_rules(spec_at(8.5), seed=1, num_envs=4, max_steps=400, k_grid=(2, 8), m_grid=(0,))
     assert set(rows) == {"d = 1", "d = 2", "d = 3", "d = 4", "load threshold", "own-server threshold"}
     for d in (2, 3, 4):  # lambda*(2) = 8.0 < 8.5: every d >= 2 is unstable alone, not simulated
         assert "unstable" in rows[f"d = {d}"].metrics and "arrivals" not in rows[f"d = {d}"].metrics
@@ -84,7 +84,7 @@ def test_the_threshold_grid_grows_while_its_best_k_is_the_largest_tried():
 
     from drl_ac.rules.redundancy import K_MAX
 
-    result = tuned_rules(spec_at(8.5), seed=1, num_envs=4, max_steps=400, k_grid=(2,))["load threshold"]
+    result = tuned_rules(spec_at(8.5), seed=1, num_envs=4, max_steps=400, k_grid=(2,), m_grid=(0,))["load threshold"]
     tried = {int(m.group(1)) for label, *_ in result.trace if (m := re.search(r"below (\d+) jobs", label))}
     assert {2, 4} <= tried and tried <= {2 ** i for i in range(1, 11)}
     assert result.rule.k < max(tried) or result.rule.k == K_MAX
