@@ -20,12 +20,11 @@ from drl_ac.study.compare import (
     judge,
     measure,
     measure_rules,
-    rule_rows,
     table,
     tune_rules,
 )
 from drl_ac.study.run import StudyConfig, at_load, reference_rate, run_study
 
 __all__ = ["BUDGETS", "BackgroundRules", "RuleRows", "EVALUATION", "TUNING", "VALIDATION", "StudyConfig", "Verdict", "at_load", "guard_rule",
-           "compare", "evaluation_arrivals", "feasible", "guard", "guard_candidates", "json_rows", "judge", "measure", "measure_rules", "rule_rows", "reference_rate",
+           "compare", "evaluation_arrivals", "feasible", "guard", "guard_candidates", "json_rows", "judge", "measure", "measure_rules", "reference_rate",
            "run_study", "table", "tune_rules"]

@@ -249,13 +249,6 @@ class BackgroundRules:
         self.receive.close()
 
 
-def rule_rows(spec: NetworkSpec, seed: int = 0, budget: str = "quick", progress: Callable[[str], None] = lambda s: None,
-              tuned: dict[str, TuningResult] | None = None) -> RuleRows:
-    """The rules tuned (unless ``tuned``) and measured: ``BackgroundRules``'s work, here."""
-    tuned = tune_rules(spec, seed, budget, progress) if tuned is None else tuned
-    return RuleRows(tuned, measure_rules(tuned, spec, seed, budget, progress))
-
-
 def _rules_into(send: Any, spec: NetworkSpec, seed: int, budget: str, tuned: dict | None) -> None:
     """The second process of ``BackgroundRules``: the rules, then their rows. It ignores Ctrl-C
     (the training process decides, and stops it on its way out)."""

@@ -77,7 +77,8 @@ def test_rules_tuned_and_measured_in_a_second_process_are_this_processes():
     must give the same rules and the same per-instance figures (the comparison pairs on them)
     as doing it here, and the comparison built from them the same verdict."""
     spec = load_spec("mmc_c1")
-    here = study.rule_rows(spec, 3, "smoke")
+    tuned = study.tune_rules(spec, 3, "smoke")
+    here = study.RuleRows(tuned, study.measure_rules(tuned, spec, 3, "smoke"))
     there = study.BackgroundRules(spec, 3, "smoke").result()
 
     def seen(tuned):
