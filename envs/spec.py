@@ -36,7 +36,9 @@ EXIT = "exit"
 RESERVED_NAMES = (EXIT, REJECT, ACCEPT)  # the routing sink and the controller's own actions
 TOP_KEYS = ("name", "arrival", "classes", "stations", "entry", "routing", "d_ub", "eps", "lam", "delay",
             "actions", "objective", "redundancy", "pools", "cell", "training")
-TRAINING_KEYS = ("steps", "num_envs", "updates_per_step")  # train.py defaults a scenario may set
+TRAINING_KEYS = ("steps", "num_envs", "updates_per_step", "targets", "rollout_horizon", "rollout_every",
+                 "rollout_start")  # train.py defaults a scenario may set (TrainConfig fields)
+TRAINING_TARGETS = ("td", "rollout")  # training.targets: how the learner's targets are made
 STATION_KEYS = ("name", "servers", "service", "kind")
 CLASS_KEYS = ("name", "arrival", "d_ub")
 _TOP_ALIASES = {"deadline": "d_ub", "dub": "d_ub", "epsilon": "eps", "lambda": "lam", "arrivals": "arrival",
@@ -101,7 +103,7 @@ class NetworkSpec:
     redundancy: Redundancy | None = None  # redundancy-d (envs.systems.redundancy): N servers, d copies per job
     pools: Pools | None = None  # two server pools (envs.systems.pools)
     cell: CellSpec | None = None  # a 5G cell (envs.cellspec): one station of kind cell, a job class per UE type
-    training: tuple[tuple[str, int], ...] = ()  # train.py's defaults for this scenario (TRAINING_KEYS), tuned once
+    training: tuple[tuple[str, int | str], ...] = ()  # train.py's defaults for this scenario (TRAINING_KEYS), tuned once
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -453,7 +455,7 @@ def _number(value: Any, field: str) -> float:
     return as_number(value, field, "give a number")
 
 
-def _training(cfg: Any) -> tuple[tuple[str, int], ...]:
+def _training(cfg: Any) -> tuple[tuple[str, int | str], ...]:
     """The ``training`` block: train.py's defaults for the scenario (a flag given wins)."""
     if not isinstance(cfg, Mapping):
         raise SpecError("training", f"expected a mapping, got {brief(cfg)}",
@@ -461,6 +463,12 @@ def _training(cfg: Any) -> tuple[tuple[str, int], ...]:
     check_keys(cfg, TRAINING_KEYS, "training", what="training defaults")
     out = []
     for key, value in cfg.items():
+        if key == "targets":
+            if value not in TRAINING_TARGETS:
+                raise SpecError("training.targets", f"unknown {brief(value)}",
+                                f"use one of {', '.join(TRAINING_TARGETS)}")
+            out.append((key, str(value)))
+            continue
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
             raise SpecError(f"training.{key}", f"must be a positive integer, got {brief(value)}",
                             "give a whole number >= 1")

@@ -1,9 +1,10 @@
 """Redundancy-d control at loads 0.3, 0.5, 0.7 and 0.9 of lambda*(d = 1) on redundancy_ps: a
 study (drl_ac.study.run) with the settings below. Every fixed d (an unstable one reported so,
 not simulated), d by a load threshold and the own-server threshold (copies on the job's next
-servers while they hold at most m jobs), tuned; one learner that learns the values of the
-best rule (the default command's learner: 4M decisions on 2048 instances), guarded by that
-rule at three quantiles, and the rule itself; chosen on the validation seed; compared in
+servers while they hold at most m jobs), tuned; one learner that improves the best rule by
+rollout targets (the default command's learner, the scenario's training block: each action
+simulated and then the rule, drl_ac.learning.lookahead), guarded by that rule at three
+quantiles, and the rule itself; chosen on the validation seed; compared in
 steady state with stability verdicts; the chosen policy per load in
 checkpoints/redundancy_ps/load-X.
 

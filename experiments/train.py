@@ -58,7 +58,7 @@ from drl_ac.evaluation.metrics import evaluate, format_metrics
 from drl_ac.evaluation.steady import steady_state
 from drl_ac.learning.learner import RBAR_UPDATES, LearnerConfig
 from drl_ac.learning.qnet import rule_of
-from drl_ac.learning.trainer import COSTS, LAM_MODES, TrainConfig, Trainer
+from drl_ac.learning.trainer import COSTS, LAM_MODES, TARGETS, TrainConfig, Trainer
 from drl_ac.tracking import WandbLogger
 from envs import NetworkSpec, ObservationEncoding, SpecError
 
@@ -76,6 +76,8 @@ FIXED_ON_RESUME = {
     "--hidden": ("hidden", "learner.hidden"), "--lam-eta": ("lam_eta", "lam_eta"),
     "--lam-kp": ("lam_kp", "lam_kp"), "--lam-margin": ("lam_margin", "lam_margin"), "--cost": ("cost", "cost"),
     "--reset-backlog": ("reset_backlog", "reset_backlog"), "--base": ("base", "base_rule"),
+    "--targets": ("targets", "targets"), "--rollout-horizon": ("rollout_horizon", "rollout_horizon"),
+    "--rollout-every": ("rollout_every", "rollout_every"), "--rollout-start": ("rollout_start", "rollout_start"),
 }
 # Shorter runs tune and measure the rules after training: a second interpreter takes seconds to start, more
 # than a short run's training would hide.
@@ -159,6 +161,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a control system (redundancy, pools): rule = tune the rules first and learn the values of "
                         "the best one that can guard, so that the network is that rule improved where its advantage "
                         "is real (drl_ac.learning.learner); none = learn the optimal values from scratch")
+    p.add_argument("--targets", choices=list(TARGETS), default=None,
+                   help=f"with --base rule: td (one-step bootstrapped values) or rollout (each action scored by "
+                        f"simulating it and then the rule: drl_ac.learning.lookahead) (default: the scenario's "
+                        f"training block, else {d.targets})")
+    p.add_argument("--rollout-horizon", type=int, default=None,
+                   help=f"targets rollout: decisions simulated after each action (default: the scenario's, else "
+                        f"{d.rollout_horizon})")
+    p.add_argument("--rollout-every", type=int, default=None,
+                   help=f"targets rollout: vector steps between labelled ones (default: the scenario's, else "
+                        f"{d.rollout_every})")
+    p.add_argument("--rollout-start", type=int, default=None,
+                   help=f"targets rollout: decisions of the rule before the first labels (default: the scenario's, "
+                        f"else {d.rollout_start})")
     p.add_argument("--compare", choices=[*study.BUDGETS, "off"], default="quick",
                    help="after training, tune the system's rules and compare them with the policy in steady state "
                         "(drl_ac.study; quick: a minute or two, full: the study's budget, smoke: seconds, decides "
@@ -192,7 +207,8 @@ def given_options(argv: list[str] | None) -> set[str]:
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
     learner = LearnerConfig(hidden=tuple(args.hidden), lr=args.lr, beta=args.beta, rbar_update=args.rbar_update,
                             batch_size=args.batch_size)
-    kwargs = {"steps": args.steps} if args.steps is not None else {}
+    kwargs = {k: getattr(args, k) for k in ("steps", "targets", "rollout_horizon", "rollout_every", "rollout_start")
+              if getattr(args, k) is not None}
     return TrainConfig(scenario=str(args.scenario), num_envs=args.num_envs, lam=args.lam, eps=args.eps,
                        d_ub=args.d_ub, delay=args.delay, seed=args.seed, device=args.device,
                        include_in_service=args.include_in_service, updates_per_step=args.updates_per_step,
@@ -350,6 +366,10 @@ def start(args: argparse.Namespace, given: set[str], say: Callable[[str], None]
         if base is not None:
             say(f"learning the values of the best rule that can guard: {base.describe()}")
             config = dataclasses.replace(config, base_rule=rule_of(base.guard_fields()))
+    if (config.targets == "rollout" and (config.base_rule is None or config.cost != "holding")
+            and "targets" in scenario_defaults):  # the scenario's default, not asked for
+        say("rollout targets need a base rule and the holding cost: learning with td targets")
+        config = dataclasses.replace(config, targets="td")
     return Trainer(config, spec=spec), out, tuned
 
 

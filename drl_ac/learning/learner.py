@@ -104,6 +104,21 @@ class DifferentialQLearner:
             self.target.load_state_dict(self.q.state_dict())
         return {"loss": loss.detach(), "delta": delta.abs().mean()}
 
+    def regress(self, batch: Batch, lam: float, eps: float) -> dict[str, torch.Tensor]:
+        """One gradient step fitting Q(s, a) to the reward of a rollout-labelled batch
+        (``drl_ac.learning.lookahead``: minus the action's advantage in cost over the base
+        rule's): least squares, so that the fit is the labels' conditional mean, not a robust
+        location a skewed label would move; no bootstrap, no rbar (the labels are relative)."""
+        target = self.reward_rule(batch.action, batch.success.float(), batch.cost, lam, eps)
+        q_sa = self.q(batch.obs).gather(1, batch.action[:, None]).squeeze(1)
+        loss = F.mse_loss(q_sa, target)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(self.q.parameters(), self.config.grad_clip)
+        self.optimizer.step()
+        self.updates += 1
+        return {"loss": loss.detach(), "delta": (q_sa - target).detach().abs().mean()}
+
     def bootstrap(self, net: QNetwork, obs: torch.Tensor) -> torch.Tensor:
         """The value of the next state: the best action's, or the base rule's."""
         q = net(obs)

@@ -35,6 +35,7 @@ from drl_ac.checkpoint import (
 from drl_ac.evaluation.metrics import phase_offsets
 from drl_ac.learning.interaction import act, epsilon_greedy
 from drl_ac.learning.learner import DifferentialQLearner, LearnerConfig
+from drl_ac.learning.lookahead import advantage_labels
 from drl_ac.learning.multiplier import LagrangeMultiplier
 from drl_ac.learning.qnet import RuleDefault
 from drl_ac.learning.replay import ReplayBuffer
@@ -42,11 +43,13 @@ from drl_ac.learning.store import DelayedCompletionStore
 from drl_ac.tracking import RunningStats
 from envs import Driver, NetworkSpec, ObservationEncoding, load_spec
 from envs.reward import reward_rule
+from envs.spec import TRAINING_TARGETS
 
 LAM_MODES = ("auto", "scenario")
 
 
 COSTS = ("holding", "own")
+TARGETS = TRAINING_TARGETS
 
 
 @dataclass
@@ -78,6 +81,15 @@ class TrainConfig:
     optimal ones (``DifferentialQLearner``'s ``base``), acting as the rule with a constant
     ``base_exploration`` of uniformly random actions, so that every action keeps being tried
     in the rule's states for the whole run; the greedy network is then the rule improved.
+
+    ``targets`` (with ``base_rule`` and the holding cost): ``"td"`` (default) learns from
+    one-step, bootstrapped targets (``DifferentialQLearner.update``); ``"rollout"`` labels the
+    decisions of every ``rollout_every``-th vector step, once ``rollout_start`` decisions have
+    warmed the instances up, with each action's cost over ``rollout_horizon`` decisions
+    simulated after it, the base rule followed, minus the rule's action's
+    (``drl_ac.learning.lookahead``), and fits the network to them (``regress``). The instances
+    then follow the rule without random actions: every action is scored in every labelled
+    state, and the labels are for the states the rule visits.
     """
 
     scenario: str = "paper_tandem"
@@ -107,6 +119,10 @@ class TrainConfig:
     reset_backlog: int = 0
     base_rule: dict | None = None
     base_exploration: float = 0.2
+    targets: str = "td"
+    rollout_horizon: int = 100  # decisions simulated after each action (targets rollout)
+    rollout_every: int = 4  # vector steps between labelled ones (consecutive states are alike)
+    rollout_start: int = 0  # decisions before the first labels (the rule's warm-up from empty)
     learner: LearnerConfig = field(default_factory=LearnerConfig)
 
     def __post_init__(self) -> None:
@@ -169,6 +185,13 @@ class TrainConfig:
             except (KeyError, TypeError, ValueError) as exc:
                 raise ValueError(f"base_rule: not a rule description ({exc}). Fix: give rule_of(rule.guard_fields()) "
                                  "of a tuned rule, or None.") from None
+        if self.targets not in TARGETS:
+            raise ValueError(f"targets (--targets): unknown {self.targets!r}. Fix: use one of {', '.join(TARGETS)}.")
+        for name, flag in (("rollout_horizon", "--rollout-horizon"), ("rollout_every", "--rollout-every")):
+            _check(getattr(self, name), name, flag, _int_at_least(1), "an integer >= 1",
+                   "give a positive number of decisions, e.g. 100 and 4")
+        _check(self.rollout_start, "rollout_start", "--rollout-start", _int_at_least(0), "an integer >= 0",
+               "give the decisions before the first rollout labels, e.g. 256000")
         if self.cost not in COSTS:
             raise ValueError(f"cost (--cost): unknown {self.cost!r}. Fix: use one of {', '.join(COSTS)}.")
         check_learner(self.learner)
@@ -277,6 +300,12 @@ class Trainer:
             raise ValueError("reset_backlog (--reset-backlog): restarting instances needs decisions charged per step "
                              "(objective response_time with cost holding); others would lose pending outcomes. "
                              "Fix: use 0.")
+        self.rollout = config.targets == "rollout"
+        if self.rollout and (self.base is None or not self.per_step_cost):
+            raise ValueError("targets (--targets) rollout: scores actions against a base rule by their holding cost; "
+                             f"{self.spec.name} has {'no base rule' if self.base is None else 'another cost'}. Fix: "
+                             "use it on a control system with --base rule and the objective response_time with "
+                             "--cost holding, or use --targets td.")
         self.multiplier = LagrangeMultiplier(self.spec.eps - (config.lam_margin if self.auto_lam else 0.0),
                                              lam=config.lam_init if self.auto_lam else (self.spec.lam or 0.0),
                                              eta=config.lam_eta, kp=config.lam_kp, every=config.lam_every)
@@ -309,14 +338,23 @@ class Trainer:
 
     def exploration(self) -> float:
         c = self.config
+        if self.rollout:
+            return 0.0
         if self.base is not None:
             return c.base_exploration
         horizon = max(1.0, c.exploration_fraction * c.steps)
         frac = min(1.0, self.decisions / horizon)
         return c.exploration_start * (c.exploration_end / c.exploration_start) ** frac
 
+    def base_actions(self, obs: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return self.base(torch.from_numpy(obs).to(self.device)).cpu().numpy()
+
     def step(self) -> None:
         """One vector step and its gradient steps."""
+        c = self.config
+        if self.rollout and self.decisions >= c.rollout_start and self.t % c.rollout_every == 0:
+            self.replay.add(advantage_labels(self.driver, self.base_actions, c.rollout_horizon))
         obs_t = torch.from_numpy(self.obs).to(self.device)
         with torch.no_grad():
             followed = self.learner.greedy_actions(obs_t) if self.base is None else self.base(obs_t)
@@ -330,15 +368,16 @@ class Trainer:
                 self.resets += int(congested.sum())
                 self.obs = self.driver.reset_instances(congested)
                 self.store.put_obs(self.t, self.obs)  # the next decisions start from the fresh states
-        self.replay.add(exp)
+        if not self.rollout:
+            self.replay.add(exp)
         self.stats.update(exp)
         if (self.auto_lam and self.t % self.multiplier.every == 0 and self.decisions >= self.config.lam_start
                 * self.config.steps and math.isfinite(self.violation)):
             self.multiplier.update(self.violation)
-        if len(self.replay) >= self.config.learning_starts:
-            for _ in range(self.config.updates_per_step):
-                diag = self.learner.update(self.replay.sample(self.config.learner.batch_size), self.lam,
-                                           self.spec.eps)
+        learn = self.learner.regress if self.rollout else self.learner.update
+        if len(self.replay) >= (c.learner.batch_size if self.rollout else c.learning_starts):
+            for _ in range(c.updates_per_step):
+                diag = learn(self.replay.sample(c.learner.batch_size), self.lam, self.spec.eps)
             self.last = diag
 
     @property

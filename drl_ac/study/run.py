@@ -96,6 +96,10 @@ class StudyConfig:
     improved; TrainConfig.base_rule) or none (learn the optimal values from scratch)."""
     base_exploration: float | None = None
     """With base rule: the probability of a random action (None: TrainConfig's)."""
+    targets: str | None = None
+    """With base rule and the holding cost: td (one-step bootstrapped values) or rollout (each
+    action scored by simulating it, then the rule: drl_ac.learning.lookahead); None: the
+    scenario's training block, else td."""
     hidden: tuple[int, ...] | None = None
     """Q-network layer widths (None: LearnerConfig's)."""
     lr: float | None = None
@@ -169,13 +173,17 @@ class StudyConfig:
 
     def train_config(self, seed: int, cost: str, base_rule: dict | None = None):
         """The ``TrainConfig`` of the learner with ``seed`` and ``cost`` (and ``base_rule``, a
-        ``RuleDefault`` description); fields left None keep TrainConfig's defaults (a backlog
-        reset only under the holding cost, which needs it)."""
+        ``RuleDefault`` description); fields left None keep the scenario's training block (as
+        ``experiments/train.py`` does), else TrainConfig's defaults (a backlog reset only under the
+        holding cost, which needs it; rollout targets only with a base rule)."""
         from drl_ac.learning.learner import LearnerConfig
         from drl_ac.learning.trainer import TrainConfig
 
-        given = {k: getattr(self, k) for k in ("steps", "num_envs", "updates_per_step", "exploration_start",
-                                               "reset_backlog", "eps", "base_exploration")}
+        given = dict(load_spec(self.scenario).training)
+        if base_rule is None or cost != "holding":
+            given.pop("targets", None)
+        given.update({k: v for k in ("steps", "num_envs", "updates_per_step", "exploration_start", "reset_backlog",
+                                     "eps", "base_exploration", "targets") if (v := getattr(self, k)) is not None})
         given["base_rule"] = base_rule
         if cost != "holding":
             given["reset_backlog"] = 0

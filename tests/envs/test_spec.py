@@ -110,6 +110,8 @@ def test_distribution_moments_match_mean_and_scv(cfg, dist):
     (with_(["training"], {"num_envs": 0}), "training.num_envs"),
     (with_(["training"], {"updates_per_step": 2.5}), "training.updates_per_step"),
     (with_(["training"], {"lr": 3}), "training.lr"),
+    (with_(["training"], {"targets": "mc"}), "training.targets"),
+    (with_(["training"], {"rollout_horizon": 0}), "training.rollout_horizon"),
     (with_(["training"], [512]), "training"),
 ])
 def test_bad_input_names_field_and_fix(cfg, field):
@@ -123,6 +125,8 @@ def test_a_training_block_is_read_and_written_back():
     spec = load_spec("cell_5g")  # train.py's defaults of the scenario, tuned once
     assert dict(spec.training) == {"num_envs": 512, "updates_per_step": 4}
     assert NetworkSpec.from_dict(spec.to_dict()).training == spec.training
+    red = load_spec("redundancy_ps")  # rollout targets over the best rule: strings and numbers
+    assert dict(red.training)["targets"] == "rollout" and NetworkSpec.from_dict(red.to_dict()).training == red.training
     assert load_spec("paper_tandem").training == () and "training" not in load_spec("paper_tandem").to_dict()
 
 

@@ -311,18 +311,22 @@ def test_a_control_system_learns_the_values_of_its_best_rule(tmp_path, capsys):
     # guard becomes the learner's base rule (stored in the run's settings) and the policy's
     # default, and the comparison still runs on the rules tuned once
     out = tmp_path / "red"
+    # (the scenario's rollout targets, labelled from the first step here)
     argv = ["--scenario", "redundancy_ps", "--steps", "4000", "--num-envs", "32", "--out", str(out),
-            "--device", "cpu", "--compare", "smoke"]
+            "--device", "cpu", "--compare", "smoke", "--rollout-start", "0", "--rollout-horizon", "5"]
     code, stdout, err = run_main(train, argv, capsys)
     assert code == 0, err
     section = load_file(out / "policy.pt")
     base = section["config"]["base_rule"]
     assert base is not None and "learning the values of the best rule that can guard" in err
+    assert (section["config"]["targets"], section["config"]["rollout_horizon"]) == ("rollout", 5)
     comparison = json.loads((out / "comparison.json").read_text())
     assert comparison["verdict"]["outcome"] in ("better", "no worse", "worse") and "verdict: learned" in stdout
     assert err.count("tuning the rules of") == 1  # tuned once, before training
     with pytest.raises(SystemExit):  # --base cannot change on --resume
         train.main(["--resume", str(out / "checkpoint.pt"), "--base", "none", "--quiet", "--compare", "off"])
+    with pytest.raises(SystemExit):  # nor --targets
+        train.main(["--resume", str(out / "checkpoint.pt"), "--targets", "td", "--quiet", "--compare", "off"])
 
 
 def test_the_rules_are_tuned_and_measured_beside_a_long_enough_training(tmp_path, capsys, monkeypatch, mm1_yaml):
@@ -352,6 +356,7 @@ def test_a_control_system_without_a_base_rule_guards_with_the_rules_of_the_secon
     assert code == 0, err
     assert "tuning the rules of" not in err and "tuned and measured the rules" in err
     assert err.index("choosing among") < err.index("tuned and measured the rules")  # the guard did not wait
+    assert "learning with td targets" in err  # the scenario's rollout targets need the base rule
     comparison = json.loads((out / "comparison.json").read_text())
     assert {"learned", "d = 1", "load threshold", "own-server threshold"} <= set(comparison["rows"])
     assert load_file(out / "policy.pt")["selection"]["chosen"]  # the guard chose among its candidates

@@ -142,3 +142,21 @@ def test_base_rule_values_give_its_gain_and_the_improved_action(rbar_update):
     assert float(q[1] - q[2]) == pytest.approx(1.0, abs=0.05) and float(q[0] - q[2]) == pytest.approx(-1.0, abs=0.05)
     assert learner.greedy_actions(torch.zeros(1, 1)).tolist() == [1]
     assert float(learner.rbar) == pytest.approx(-2.0, abs=0.05)
+
+
+def test_regress_fits_the_mean_of_skewed_rollout_labels():
+    # one state, two actions; the labels of action 1 are skewed (0 w.p. 0.9, 10 w.p. 0.1): the
+    # fit must be their mean 1 (what a policy improvement step needs), not their median 0
+    cfg = LearnerConfig(hidden=(), lr=0.05, batch_size=200)
+    learner = DifferentialQLearner(1, torch.ones(1), cfg, torch.device("cpu"), num_actions=2,
+                                   reward_rule=response_time_reward, admission=False)
+    rng = np.random.default_rng(0)
+    for _ in range(400):
+        action = torch.from_numpy(rng.integers(0, 2, 200))
+        label = torch.where(action == 1, torch.from_numpy(10.0 * (rng.random(200) < 0.1)).float(), 0.0)
+        learner.regress(Batch(torch.zeros(200, 1), action, torch.zeros(200, 1), action == 0,
+                              torch.ones(200, dtype=torch.bool), label), lam=0.0, eps=0.1)
+    q = learner.q(torch.zeros(1, 1))[0].detach()
+    assert q[0].item() == pytest.approx(0.0, abs=0.1)  # minus the label: the reward of response_time
+    assert q[1].item() == pytest.approx(-1.0, abs=0.15)
+    assert float(learner.rbar) == 0.0  # the labels are relative: no gain to track

@@ -287,3 +287,37 @@ def test_a_base_rule_is_followed_with_constant_exploration_and_marks_the_experie
         Trainer(TrainConfig(scenario="paper_tandem", num_envs=4, base_rule=rule))
     with pytest.raises(ValueError, match="base_rule: not a rule description"):
         TrainConfig(base_rule={"kind": "nonsense"})
+
+
+def test_rollout_targets_label_every_action_in_the_rules_states_and_fit_them():
+    """targets rollout: the instances follow the base rule exactly; from rollout_start on,
+    every rollout_every-th step adds one labelled row per (instance, action), the rule's own
+    action labelled 0; the network is fitted once a batch is there; a checkpoint resumes it."""
+    from drl_ac.learning.qnet import RuleDefault
+    from drl_ac.rules.redundancy import own_server_rules
+    from envs import load_spec
+    rule = own_server_rules(load_spec("redundancy_ps"))[2]
+    fields = rule.guard_fields()["default_rule"]
+    cfg = TrainConfig(scenario="redundancy_ps", num_envs=8, steps=8 * 40, base_rule=fields, targets="rollout",
+                      rollout_horizon=5, rollout_every=3, rollout_start=8 * 10,
+                      learner=LearnerConfig(hidden=(16,), batch_size=32))
+    trainer = Trainer(cfg)
+    base = RuleDefault(fields)
+    for t in range(40):
+        obs = trainer.obs.copy()
+        trainer.step()
+        labelled = t >= 10 and t % 3 == 0
+        assert trainer.exploration() == 0.0  # the rule's own actions, none random
+        if labelled:
+            rows = trainer.replay.size
+            assert rows % 32 == 0 and torch.equal(trainer.replay.obs[rows - 32:rows:4], torch.from_numpy(obs))
+    assert trainer.replay.size == 10 * 8 * 4  # labelled at t = 12, 15, ..., 39: ten steps of 8 x 4 rows
+    first = base(trainer.replay.obs[:trainer.replay.size:4])
+    own = trainer.replay.cost[:trainer.replay.size].reshape(-1, 4).gather(1, first[:, None])
+    assert not own.any() and trainer.learner.updates > 0
+    with pytest.raises(ValueError, match="targets.*base rule"):
+        Trainer(TrainConfig(scenario="redundancy_ps", num_envs=4, targets="rollout"))
+    with pytest.raises(ValueError, match="targets.*Fix"):
+        TrainConfig(targets="mc")
+    with pytest.raises(ValueError, match="rollout_horizon"):
+        TrainConfig(rollout_horizon=0)

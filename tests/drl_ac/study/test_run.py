@@ -75,6 +75,18 @@ def test_config_names_the_field_and_the_fix():
     assert "lambda*(d) of its first choice" in run.field_docs(run.StudyConfig)["loads"]
 
 
+def test_the_learners_take_the_scenarios_training_block_unless_the_study_sets_a_field():
+    base = {"kind": "constant", "action": 1}
+    config = run.StudyConfig(scenario="redundancy_ps", steps=5000)
+    learner = config.train_config(0, "holding", base)
+    block = dict(load_spec("redundancy_ps").training)
+    assert (learner.targets, learner.num_envs, learner.rollout_start) == ("rollout", 256, block["rollout_start"])
+    assert learner.steps == 5000  # the study's own field wins
+    assert config.train_config(0, "holding").targets == "td"  # no base rule: nothing to roll out
+    assert config.train_config(0, "own", base).targets == "td"  # rollouts charge the holding cost
+    assert run.StudyConfig(scenario="redundancy_ps", targets="td").train_config(0, "holding", base).targets == "td"
+
+
 def test_a_folder_holding_a_policy_is_kept_unless_forced(tmp_path):
     (tmp_path / "load-0.8").mkdir()
     (tmp_path / "load-0.8" / "policy.pt").write_bytes(b"shipped")

@@ -1,0 +1,79 @@
+"""Rollout targets (drl_ac/learning/lookahead.py): the rollouts leave the simulator as it was,
+share their random numbers, and the base action's rollout is the real future under the rule."""
+
+import numpy as np
+import pytest
+
+from drl_ac.learning.lookahead import action_costs, advantage_labels
+from drl_ac.rules.redundancy import own_server_rules
+from envs import Driver, NetworkSpec, load_spec
+
+B, H = 16, 40
+
+
+def warm(seed: int = 3, steps: int = 200):
+    spec = load_spec("redundancy_ps")
+    rule = own_server_rules(spec)[2]  # copies on servers holding <= 2 jobs, d <= 2
+    driver = Driver(spec, B, seed=seed)
+    obs = driver.observe()
+    for _ in range(steps):
+        obs, _ = driver.step(rule(obs))
+    return spec, rule, driver
+
+
+def test_the_rollouts_leave_the_simulator_as_it_was():
+    _, rule, rolled = warm()
+    _, _, untouched = warm()
+    action_costs(rolled, rule, H)
+    for driver in (rolled, untouched):  # the same future for both: the rollouts changed nothing
+        obs = driver.observe()
+        for _ in range(50):
+            obs, _ = driver.step(rule(obs))
+    np.testing.assert_array_equal(rolled.observe(), untouched.observe())
+    assert np.array_equal(rolled.engine.now, untouched.engine.now)
+
+
+def test_the_base_action_costs_what_the_rule_costs_on_the_real_path():
+    # common random numbers: the rollout of the rule's own action is the real future under the
+    # rule, step for step, so its cost is the holding cost the real path then pays
+    _, rule, driver = warm()
+    cost = action_costs(driver, rule, H)
+    first = rule(driver.observe())
+    real = np.zeros(B)
+    obs = driver.observe()
+    for _ in range(H):
+        obs, _ = driver.step(rule(obs))
+        real += driver.holding
+    np.testing.assert_allclose(cost[np.arange(B), first], real, rtol=1e-12)
+
+
+def test_labels_are_costs_relative_to_the_rule_one_row_per_action():
+    spec, rule, driver = warm()
+    obs, first = driver.observe(), rule(driver.observe())
+    cost = action_costs(driver, rule, H)
+    labels = advantage_labels(driver, rule, H)
+    K = spec.num_actions
+    assert labels.obs.shape == (B * K, obs.shape[1]) and np.array_equal(labels.obs[::K], obs)
+    assert np.array_equal(labels.action, np.tile(np.arange(K), B))
+    np.testing.assert_allclose(labels.cost.reshape(B, K), cost - cost[np.arange(B), first][:, None], rtol=1e-5,
+                               atol=1e-5)
+    assert labels.greedy.reshape(B, K)[np.arange(B), first].all() and labels.greedy.sum() == B
+    assert not labels.cost.reshape(B, K)[np.arange(B), first].any()  # the rule's own action: 0
+
+
+def test_with_no_load_a_copy_changes_nothing_when_sizes_are_identical():
+    # identical copies on idle PS servers: the first copy finishes at X whatever d, so the
+    # jobs-in-system area until the next arrival does not depend on the action (hand-computed)
+    spec = NetworkSpec.from_dict({"name": "identical", "arrival": {"dist": "exponential", "rate": 5.0}, "d_ub": 10, "eps": 0.1,
+                                  "redundancy": {"servers": 10, "kind": "ps", "copies": "identical",
+                                                 "size": {"dist": "exponential", "mean": 1.0}, "d": [1, 2, 3, 4]}})
+    driver = Driver(spec, B, seed=5)  # every instance empty, its first job arriving
+    cost = action_costs(driver, lambda o: np.zeros(len(o), np.int64), 1)
+    np.testing.assert_allclose(cost, cost[:, :1].repeat(4, 1), rtol=1e-12)
+    assert (cost > 0).all()
+
+
+def test_a_horizon_below_one_is_refused():
+    _, rule, driver = warm(steps=1)
+    with pytest.raises(ValueError, match="horizon.*Fix"):
+        action_costs(driver, rule, 0)
