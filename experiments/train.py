@@ -166,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
                         f"simulating it and then the rule: drl_ac.learning.lookahead) (default: the scenario's "
                         f"training block, else {d.targets})")
     p.add_argument("--rollout-horizon", type=int, default=None,
-                   help=f"targets rollout: decisions simulated after each action (default: the scenario's, else "
+                   help=f"targets rollout: decisions each action's rollout covers, its own included (default: the scenario's, else "
                         f"{d.rollout_horizon})")
     p.add_argument("--rollout-every", type=int, default=None,
                    help=f"targets rollout: vector steps between labelled ones (default: the scenario's, else "
@@ -370,6 +370,9 @@ def start(args: argparse.Namespace, given: set[str], say: Callable[[str], None]
             and "targets" in scenario_defaults):  # the scenario's default, not asked for
         say("rollout targets need a base rule and the holding cost: learning with td targets")
         config = dataclasses.replace(config, targets="td")
+    if config.targets == "rollout" and config.steps <= config.rollout_start:
+        print(f"warning: --steps {config.steps} <= --rollout-start {config.rollout_start}: no rollout labels, so the "
+              "network stays untrained and the guard keeps the rule", file=sys.stderr)
     return Trainer(config, spec=spec), out, tuned
 
 

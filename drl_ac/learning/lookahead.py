@@ -3,7 +3,7 @@
 
 For each action a of the decision now, a copy of the simulator takes a, then follows the base
 rule for ``horizon - 1`` more decisions; its cost is the jobs-in-system area over those
-``horizon`` steps (the holding cost: by Little's law its long-run average is the mean
+``horizon`` decisions (a's step and the rule's) (the holding cost: by Little's law its long-run average is the mean
 response time). All copies start from the same saved state, generator included, so they see
 the same later arrivals and job sizes (common random numbers): the difference of two
 actions' costs is the effect of the decision alone, with little noise. The advantage label
@@ -41,17 +41,20 @@ def action_costs(driver: Driver, base: Rule, horizon: int) -> np.ndarray:
     if horizon < 1:
         raise ValueError(f"horizon must be >= 1, got {horizon}. Fix: give the decisions a rollout follows, e.g. 100.")
     eng = driver.engine
-    saved = eng.get_state()
+    saved, holding = eng.get_state(), eng.holding.copy()
     B, K = driver.num_envs, driver.num_actions
     cost = np.zeros((B, K))
-    for a in range(K):
+    try:
+        for a in range(K):
+            eng.set_state(saved)
+            obs, _ = driver.step(np.full(B, a, np.int64))
+            cost[:, a] = driver.holding
+            for _ in range(horizon - 1):
+                obs, _ = driver.step(np.asarray(base(obs), np.int64))
+                cost[:, a] += driver.holding
+    finally:  # the real path goes on as if nothing had run, whatever stopped a rollout
         eng.set_state(saved)
-        obs, _ = driver.step(np.full(B, a, np.int64))
-        cost[:, a] = driver.holding
-        for _ in range(horizon - 1):
-            obs, _ = driver.step(np.asarray(base(obs), np.int64))
-            cost[:, a] += driver.holding
-    eng.set_state(saved)
+        eng.holding = holding
     return cost
 
 

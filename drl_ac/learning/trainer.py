@@ -86,7 +86,7 @@ class TrainConfig:
     one-step, bootstrapped targets (``DifferentialQLearner.update``); ``"rollout"`` labels the
     decisions of every ``rollout_every``-th vector step, once ``rollout_start`` decisions have
     warmed the instances up, with each action's cost over ``rollout_horizon`` decisions
-    simulated after it, the base rule followed, minus the rule's action's
+    simulated from it, the base rule followed after it, minus the rule's action's
     (``drl_ac.learning.lookahead``), and fits the network to them (``regress``). The instances
     then follow the rule without random actions: every action is scored in every labelled
     state, and the labels are for the states the rule visits.
@@ -120,7 +120,7 @@ class TrainConfig:
     base_rule: dict | None = None
     base_exploration: float = 0.2
     targets: str = "td"
-    rollout_horizon: int = 100  # decisions simulated after each action (targets rollout)
+    rollout_horizon: int = 100  # decisions each action's rollout covers, its own included (targets rollout)
     rollout_every: int = 4  # vector steps between labelled ones (consecutive states are alike)
     rollout_start: int = 0  # decisions before the first labels (the rule's warm-up from empty)
     learner: LearnerConfig = field(default_factory=LearnerConfig)

@@ -80,11 +80,11 @@ class StudyConfig:
     """How a control system's decisions are charged (TrainConfig.cost: holding, own): one
     learner per seed and cost."""
     steps: int | None = None
-    """Training decisions per learner (None: TrainConfig's)."""
+    """Training decisions per learner (None: the scenario's training block, else TrainConfig's)."""
     num_envs: int | None = None
-    """Instances per learner (None: TrainConfig's)."""
+    """Instances per learner (None: the scenario's training block, else TrainConfig's)."""
     updates_per_step: int | None = None
-    """Gradient steps per vector step (None: TrainConfig's)."""
+    """Gradient steps per vector step (None: the scenario's training block, else TrainConfig's)."""
     exploration_start: float | None = None
     """Initial exploration probability (None: TrainConfig's); random choices can overload a
     control system near its limit."""
@@ -162,6 +162,9 @@ class StudyConfig:
                              "--quantiles 0.5 0.9.")
         if self.base not in ("rule", "none"):
             raise ValueError(f"base (--base): unknown {self.base!r}. Fix: use rule or none.")
+        if self.targets == "rollout" and (self.base != "rule" or set(self.costs) != {"holding"}):
+            raise ValueError("targets (--targets) rollout: scores actions against the base rule by their holding "
+                             "cost. Fix: use it with --base rule and --costs holding, or use --targets td.")
         if self.budget not in study.BUDGETS:
             raise ValueError(f"budget (--budget): unknown {self.budget!r}. Fix: use one of {', '.join(study.BUDGETS)}.")
         for name, flag in (("workers", "--workers"), ("calibration_arrivals", "--calibration-arrivals")):

@@ -73,6 +73,22 @@ def test_with_no_load_a_copy_changes_nothing_when_sizes_are_identical():
     assert (cost > 0).all()
 
 
+def test_with_no_load_more_iid_copies_finish_sooner_on_every_path():
+    # i.i.d. copies on idle PS servers: d copies finish at the least of the first d sizes, so on
+    # common random numbers the area until the next arrival cannot grow with d and falls on
+    # average (each action is really applied: the rule's d = 1 would give equal columns)
+    spec = NetworkSpec.from_dict({"name": "iid", "arrival": {"dist": "exponential", "rate": 0.5}, "d_ub": 10,
+                                  "eps": 0.1, "redundancy": {"servers": 10, "kind": "ps", "copies": "iid",
+                                                             "size": {"dist": "exponential", "mean": 1.0},
+                                                             "d": [1, 2, 3, 4]}})
+    driver = Driver(spec, 64, seed=6)
+    cost = action_costs(driver, lambda o: np.zeros(len(o), np.int64), 1)
+    assert (np.diff(cost, axis=1) <= 1e-12).all()
+    mean = cost.mean(0)
+    assert mean[0] > mean[1] > mean[3]
+    np.testing.assert_array_equal(driver.holding, np.zeros(64))  # restored: the real path took no step
+
+
 def test_a_horizon_below_one_is_refused():
     _, rule, driver = warm(steps=1)
     with pytest.raises(ValueError, match="horizon.*Fix"):

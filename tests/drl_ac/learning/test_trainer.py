@@ -292,7 +292,7 @@ def test_a_base_rule_is_followed_with_constant_exploration_and_marks_the_experie
 def test_rollout_targets_label_every_action_in_the_rules_states_and_fit_them():
     """targets rollout: the instances follow the base rule exactly; from rollout_start on,
     every rollout_every-th step adds one labelled row per (instance, action), the rule's own
-    action labelled 0; the network is fitted once a batch is there; a checkpoint resumes it."""
+    action labelled 0; the network is fitted once a batch is there."""
     from drl_ac.learning.qnet import RuleDefault
     from drl_ac.rules.redundancy import own_server_rules
     from envs import load_spec

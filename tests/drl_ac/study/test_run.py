@@ -85,6 +85,8 @@ def test_the_learners_take_the_scenarios_training_block_unless_the_study_sets_a_
     assert config.train_config(0, "holding").targets == "td"  # no base rule: nothing to roll out
     assert config.train_config(0, "own", base).targets == "td"  # rollouts charge the holding cost
     assert run.StudyConfig(scenario="redundancy_ps", targets="td").train_config(0, "holding", base).targets == "td"
+    with pytest.raises(ValueError, match=r"targets \(--targets\) rollout.*Fix"):  # refused before any tuning
+        run.StudyConfig(scenario="redundancy_ps", targets="rollout", costs=("holding", "own"))
 
 
 def test_a_folder_holding_a_policy_is_kept_unless_forced(tmp_path):
