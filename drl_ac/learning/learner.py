@@ -92,14 +92,10 @@ class DifferentialQLearner:
             target = r - self.rbar + self.bootstrap(self.target, batch.next_obs)
             delta = r - self.rbar + self.bootstrap(self.q, batch.next_obs) - q_sa
         loss = F.huber_loss(q_sa, target, delta=cfg.huber_delta * max(1.0, lam))
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(self.q.parameters(), cfg.grad_clip)
-        self.optimizer.step()
+        self._descend(loss)
         if cfg.rbar_update != "rvi":
             mask = batch.greedy if cfg.rbar_update == "paper" else torch.ones_like(batch.greedy)
             self.rbar += cfg.beta * (delta * mask).sum() / mask.sum().clamp(min=1)
-        self.updates += 1
         if self.updates % cfg.target_every == 0:
             self.target.load_state_dict(self.q.state_dict())
         return {"loss": loss.detach(), "delta": delta.abs().mean()}
@@ -112,12 +108,16 @@ class DifferentialQLearner:
         target = self.reward_rule(batch.action, batch.success.float(), batch.cost, lam, eps)
         q_sa = self.q(batch.obs).gather(1, batch.action[:, None]).squeeze(1)
         loss = F.mse_loss(q_sa, target)
+        self._descend(loss)
+        return {"loss": loss.detach(), "delta": (q_sa - target).detach().abs().mean()}
+
+    def _descend(self, loss: torch.Tensor) -> None:
+        """One clipped Adam step on ``loss``, counted in ``updates``."""
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         nn.utils.clip_grad_norm_(self.q.parameters(), self.config.grad_clip)
         self.optimizer.step()
         self.updates += 1
-        return {"loss": loss.detach(), "delta": (q_sa - target).detach().abs().mean()}
 
     def bootstrap(self, net: QNetwork, obs: torch.Tensor) -> torch.Tensor:
         """The value of the next state: the best action's, or the base rule's."""

@@ -3,8 +3,8 @@
 
 For each action a of the decision now, a copy of the simulator takes a, then follows the base
 rule for ``horizon - 1`` more decisions; its cost is the jobs-in-system area over those
-``horizon`` decisions (a's step and the rule's) (the holding cost: by Little's law its long-run average is the mean
-response time). All copies start from the same saved state, generator included, so they see
+``horizon`` decisions, a's and the rule's (the holding cost: by Little's law its long-run
+average is the mean response time). All copies start from the same saved state, generator included, so they see
 the same later arrivals and job sizes (common random numbers): the difference of two
 actions' costs is the effect of the decision alone, with little noise. The advantage label
 of a is its cost minus the base action's; the simulator is then restored, as if nothing had
