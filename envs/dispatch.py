@@ -177,13 +177,16 @@ class PoolsDispatch:
     idle one holds none) and then: reroute = cancel it there (the server takes the next
     queued job) and arrive at the other pool; replicate = arrive a copy at the other pool. At
     the first completion ``cancel_siblings`` removes the other copy (``StationKind.cancel``).
+    The copy or the rerouted job joins the back of the other pool's queue, or its front with
+    ``queue: front`` (next in line: it then overlaps its original far more, docs/systems/pools.md).
     Server time used on each pool is left in ``service`` (a cancelled copy's entry becomes
     what it used), so ``Outcomes.service`` holds the per-pool server time and ``work`` their sum.
 
     ``timer: arrival``: the timer fires at arrival + tau if the job is then in service on its
     first pool, at the start of service if that is later (a job still queued at arrival + tau
     acts when it starts); tau = 0 places on arrival: reroute enters the other pool, replicate
-    enters both queues, with no time spent on the first pool.
+    enters both queues, with no time spent on the first pool (at their backs: ``queue`` is about
+    what a timer sends on).
     """
 
     draws_service = True
@@ -200,14 +203,17 @@ class PoolsDispatch:
         self.act_pool = np.array([a.pool for a in pools.actions], np.int64)
         self.act_policy = np.array([_POLICY_CODE[a.policy] for a in pools.actions], np.int64)
         self.act_tau = np.array([a.tau for a in pools.actions], float)  # (A, 2) by first pool
+        self.act_front = np.array([a.queue == "front" for a in pools.actions], bool)
         self.p1 = self._pool1_given_info()  # (J + 1,) P(first = pool 1 | info)
         self.arrival_timer = pools.timer == "arrival"
         self.fresh = pools.restart == "fresh"
         self.timed = bool(((self.act_policy != NONE) & np.isfinite(self.act_tau).any(1)).any())
         self.timers = None
+        self.fcfs = None  # the pools' FCFS kind (a timer's copy may join the front of a queue)
         self.columns = (Column("ptype", (), np.int64), Column("info", (), np.int64), Column("size"),
                         Column("size2"), Column("u"), Column("first", (), np.int64),
-                        Column("policy", (), np.int64), Column("tau"), Column("copied", (), bool, False))
+                        Column("policy", (), np.int64), Column("tau"), Column("copied", (), bool, False),
+                        Column("front", (), bool, False))
 
     def _pool1_given_info(self) -> np.ndarray:
         """P(first pool = pool 1) given the dispatcher's information (``Pools.pool1_given_info``)."""
@@ -216,6 +222,7 @@ class PoolsDispatch:
     # ------------------------------------------------------------------ arrival
     def event_kinds(self, kinds, offset: int) -> list:
         """The timer block (none when no choice has a finite tau)."""
+        self.fcfs = kinds[0]
         self.timers = PoolTimers(kinds[0], offset) if self.timed else None
         return [self.timers] if self.timed else []
 
@@ -259,6 +266,7 @@ class PoolsDispatch:
         jobs.first[inst, slot] = first
         jobs.policy[inst, slot] = policy
         jobs.tau[inst, slot] = tau
+        jobs.front[inst, slot] = self.act_front[action]
         places = np.stack([first, np.full(inst.size, -1)], 1)
         if self.arrival_timer:  # tau = 0 from arrival: act on arrival
             now = tau == 0.0
@@ -310,7 +318,7 @@ class PoolsDispatch:
         rep = np.flatnonzero(policy == REPLICATE)
         if rep.size:
             jobs.copied.reshape(-1)[fk[rep]] = True
-        eng.arrive(st, inst, rows, jid, 1 - pool, when)
+        self.fcfs.arrive(eng, st, inst, rows, jid, 1 - pool, when, front=jobs.front.reshape(-1)[fk])
 
     def _cancel(self, eng, st, inst, rows, jid, n, when) -> None:
         """Cancel the copies at pools ``n``; what they used replaces their work in ``service``."""

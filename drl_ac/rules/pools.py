@@ -31,13 +31,16 @@ class SignalledPool:
     policy: str
     tau: float
     by_type: tuple[int, ...]
+    queue: str = "back"
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         info = obs[:, -len(self.by_type):].argmax(1)
         return np.asarray(self.by_type, np.int64)[info]
 
     def describe(self) -> str:
-        return "signalled pool" + ("" if self.policy == "none" else f", {self.policy} after {self.tau:g}")
+        if self.policy == "none":
+            return "signalled pool"
+        return f"signalled pool, {self.policy} after {self.tau:g}" + (" to the front" if self.queue == "front" else "")
 
     def guard_fields(self) -> dict:
         """The policy-section fields that make this rule a learned policy's default (a guard,
@@ -46,15 +49,16 @@ class SignalledPool:
 
 
 def signalled_rules(spec: NetworkSpec) -> list[SignalledPool]:
-    """One rule per (policy, tau) the scenario's actions offer on both pools."""
+    """One rule per (policy, tau, queue) the scenario's actions offer on both pools."""
     pools = spec.pools
-    index = {(a.pool, a.policy, a.tau[a.pool] if a.pool >= 0 else a.tau[0]): i for i, a in enumerate(pools.actions)}
+    index = {(a.pool, a.policy, a.tau[a.pool] if a.pool >= 0 else a.tau[0], a.queue): i
+             for i, a in enumerate(pools.actions)}
     faster = [int(np.argmax([pools.speeds[0][j], pools.speeds[1][j]])) for j in range(pools.num_types)] + [0]
     rules = []
-    for policy, tau in sorted({(p, t) for (_, p, t) in index}):
-        by_type = tuple(index.get((pool, policy, tau), -1) for pool in faster)
+    for policy, tau, queue in sorted({key[1:] for key in index}):
+        by_type = tuple(index.get((pool, policy, tau, queue), -1) for pool in faster)
         if min(by_type) >= 0:
-            rules.append(SignalledPool(policy, tau, by_type))
+            rules.append(SignalledPool(policy, tau, by_type, queue))
     return rules
 
 

@@ -53,7 +53,9 @@ class FcfsKind(StationGroup):
                 "fcfs_busy": np.zeros((rows, n), np.int64)}
 
     # ------------------------------------------------------------------ events
-    def arrive(self, eng: Engine, st: State, inst, rows, jid, n, when) -> None:
+    def arrive(self, eng: Engine, st: State, inst, rows, jid, n, when, front: np.ndarray | None = None) -> None:
+        """Start the jobs on a free server, else queue them: at the back, or at the front where
+        ``front`` says so (a dispatch rule's priority copies)."""
         K = eng.jobs.capacity
         st.since.reshape(-1)[rows * K + jid] = when
         fq = rows * self.stations.size + (n if self.local_is_global else self.local[n])
@@ -70,7 +72,12 @@ class FcfsKind(StationGroup):
             busy[fq[go]] = b + 1
             self._start(eng, st, inst, rows[go], self.first_at[ng] + b, jid[go], ng, when[go])
         wait = (~has_free).nonzero()[0]
-        self._push(st, fq[wait], jid[wait])
+        if front is None or not front[wait].any():
+            self._push(st, fq[wait], jid[wait])
+            return
+        ahead = front[wait]
+        self._push(st, fq[wait[~ahead]], jid[wait[~ahead]])
+        self._push(st, fq[wait[ahead]], jid[wait[ahead]], at_front=True)
 
     def handle(self, eng: Engine, st: State, inst, rows, slot, when):
         srv = slot - self.offset
@@ -139,12 +146,17 @@ class FcfsKind(StationGroup):
 
     # ------------------------------------------------------------------ queues
     @staticmethod
-    def _push(st: State, fq, jid) -> None:
+    def _push(st: State, fq, jid, at_front: bool = False) -> None:
         length = st.fcfs_len.reshape(-1)
         if (length[fq] >= st.fcfs_q.shape[2]).any():
             _grow_queues(st)
         q = st.fcfs_q.shape[2]
-        st.fcfs_q.reshape(-1)[fq * q + (st.fcfs_head.reshape(-1)[fq] + length[fq]) % q] = jid
+        heads = st.fcfs_head.reshape(-1)
+        if at_front:  # the ring buffer's head moves back one place
+            heads[fq] = (heads[fq] - 1) % q
+            st.fcfs_q.reshape(-1)[fq * q + heads[fq]] = jid
+        else:
+            st.fcfs_q.reshape(-1)[fq * q + (heads[fq] + length[fq]) % q] = jid
         length[fq] += 1
 
     @staticmethod

@@ -33,13 +33,14 @@ from envs.errors import SpecError, as_number, brief, check_keys, did_you_mean, n
 from envs.spec import _is_list
 from envs.systems.base import ControlSystem
 
-POOLS_KEYS = ("servers", "types", "size", "knowledge", "assign", "p_split", "policy", "tau", "restart", "timer",
-              "actions")
-POOL_ACTION_KEYS = ("pool", "policy", "tau")
+POOLS_KEYS = ("servers", "types", "size", "knowledge", "assign", "p_split", "policy", "tau", "queue", "restart",
+              "timer", "actions")
+POOL_ACTION_KEYS = ("pool", "policy", "tau", "queue")
 POOL_KNOWLEDGE = ("full", "none", "signal", "revealed")
 POOL_POLICIES = ("none", "reroute", "replicate")
 POOL_RESTARTS = ("same", "fresh")
 POOL_TIMERS = ("service", "arrival")
+POOL_QUEUES = ("back", "front")
 DRAWS = 1 << 18
 SEED = 20240522
 
@@ -47,23 +48,34 @@ SEED = 20240522
 @dataclass(frozen=True)
 class PoolAction:
     """One choice of the pools controller: the first pool (0, 1, or -1: the assignment rule),
-    what happens after tau in service there (``policy``) and tau per first pool."""
+    what happens after tau in service there (``policy``), tau per first pool, and where the
+    copy or the rerouted job joins the other pool's queue (``queue``: back, as any arrival, or
+    front, next in line: it then waits at most for the jobs in service there)."""
 
     pool: int
     policy: str
     tau: tuple[float, float]
+    queue: str = "back"
+
+    @property
+    def acts(self) -> bool:
+        """Whether the job is ever rerouted or replicated."""
+        return self.policy != "none" and not all(math.isinf(t) for t in self.tau)
 
     @property
     def name(self) -> str:
         where = "auto" if self.pool < 0 else f"pool{self.pool + 1}"
-        if self.policy == "none" or all(math.isinf(t) for t in self.tau):
+        if not self.acts:
             return where
         t = f"{self.tau[0]:g}" if self.tau[0] == self.tau[1] else f"{self.tau[0]:g},{self.tau[1]:g}"
-        return f"{where}-{self.policy}@{t}"
+        return f"{where}-{self.policy}@{t}" + ("-front" if self.queue == "front" else "")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"pool": "auto" if self.pool < 0 else self.pool + 1, "policy": self.policy,
-                "tau": [_tau_out(t) for t in self.tau]}
+        out = {"pool": "auto" if self.pool < 0 else self.pool + 1, "policy": self.policy,
+               "tau": [_tau_out(t) for t in self.tau]}
+        if self.queue != "back":  # the key is new: older dicts (checkpoints) stay as they were
+            out["queue"] = self.queue
+        return out
 
 
 @dataclass(frozen=True)
@@ -164,7 +176,8 @@ def _pool_tau(raw: Any, field: str) -> tuple[float, float]:
 
 
 def _pool_action(raw: Any, field: str, default: PoolAction) -> PoolAction:
-    fix = "give e.g. {pool: 1, policy: reroute, tau: 2.0} (pool: 1, 2 or auto; policy: none, reroute, replicate)"
+    fix = ("give e.g. {pool: 1, policy: reroute, tau: 2.0} (pool: 1, 2 or auto; policy: none, reroute, replicate; "
+           "queue: back or front)")
     if not isinstance(raw, Mapping):
         raise SpecError(field, f"expected a mapping, got {brief(raw)}", fix)
     check_keys(raw, POOL_ACTION_KEYS, field, what="a pools action")
@@ -179,7 +192,8 @@ def _pool_action(raw: Any, field: str, default: PoolAction) -> PoolAction:
     tau = _pool_tau(raw["tau"], field + ".tau") if "tau" in raw else default.tau
     if policy != "none" and "tau" not in raw and "policy" in raw and default.policy == "none":
         raise SpecError(field + ".tau", f"missing for policy {policy}", "give the time in service before acting")
-    return PoolAction(pool, policy, tau)
+    queue = _word(raw.get("queue", default.queue), field + ".queue", POOL_QUEUES)
+    return PoolAction(pool, policy, tau, queue)
 
 
 
@@ -335,7 +349,8 @@ class PoolsSystem(ControlSystem):
         tau = _pool_tau(raw.get("tau", math.inf), "pools.tau")
         restart = _word(raw.get("restart", "same"), "pools.restart", POOL_RESTARTS)
         timer = _word(raw.get("timer", "service"), "pools.timer", POOL_TIMERS)
-        default = PoolAction(-1, policy, tau)
+        queue = _word(raw.get("queue", "back"), "pools.queue", POOL_QUEUES)
+        default = PoolAction(-1, policy, tau, queue)
         if "actions" in raw:
             acts = raw["actions"]
             if not _is_list(acts) or not acts:

@@ -217,6 +217,26 @@ def test_replicate_hand_trace_first_finish_cancels_the_other_copy_at_once():
     assert rows[2][:4] == (pytest.approx(9.2), pytest.approx(0.2), 1, (pytest.approx(0.2), 0.0))
 
 
+@pytest.mark.parametrize("queue", ["back", "front"])
+def test_a_timers_copy_joins_the_back_or_the_front_of_the_other_queue(queue):
+    # The trace above plus E (X = 1, action 1) at 5, queued on pool 2 behind D. B's copy
+    # (made at 7.5, D in service on pool 2 until 8):
+    # back: behind E. E runs 8 to 10; B ends on pool 1 at 9 and its queued copy leaves unserved.
+    # front: ahead of E. It runs 8 to 9 (1 of its 6 used) until B ends on pool 1; E runs 9 to 11.
+    spec = pools_spec(policy="replicate", tau=1.5, actions=[{"pool": 1, "queue": queue}, {"pool": 2, "policy": "none"}],
+                      **ONE_TYPE)
+    assert spec.actions == ("pool1-replicate@1.5" + ("-front" if queue == "front" else ""), "pool2")
+    rows, seen, _ = trace(spec, [(5.0, 0), (3.0, 0), (0.2, 0), (1.0, 1), (1.0, 1)])
+    assert seen[4] == ([1, 1], [1, 1])  # at t = 6: C on pool 1, E on pool 2 queued
+    assert rows[0][:4] == (6.0, 8.5, 2, (5.0, 3.5)) and rows[3][:4] == (8.0, 2.0, 1, (0.0, 2.0))
+    if queue == "back":
+        assert rows[1][:4] == (9.0, 3.0, 1, (3.0, 0.0))
+        assert rows[4][0] == 10.0 and rows[4][4][1] == 3.0  # E waited 5 -> 8
+    else:
+        assert rows[1][:4] == (9.0, 4.0, 2, (3.0, 1.0)) and rows[1][4][1] == 0.5  # the copy waited 7.5 -> 8
+        assert rows[4][0] == 11.0 and rows[4][4][1] == 4.0  # E waited 5 -> 9
+
+
 def test_replicate_on_arrival_places_both_copies():
     # tau = 0 from arrival: a copy enters each queue on arrival; the first to finish wins.
     spec = pools_spec(policy="replicate", tau=0, timer="arrival", **ONE_TYPE)

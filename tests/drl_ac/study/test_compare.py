@@ -68,8 +68,9 @@ def test_compare_on_pools_includes_every_constant_action():
     # the learned row is the constant action itself: same runs, so no better and no worse
     same = rows["always pool1-replicate@0"]
     assert rows["learned"]["mean_delay"] == same["mean_delay"]
-    assert verdict.outcome in ("no worse", "worse")
-    assert "verdict: learned" in study.table(rows, verdict, spec)
+    assert verdict.outcome != "better"  # (smoke runs are too short to be stationary: often "no comparator")
+    text = study.table(rows, verdict, spec)
+    assert "\nverdict: " in text and all(f"| {name} |" in text for name in rows)
 
 
 def test_rules_tuned_and_measured_in_a_second_process_are_this_processes():

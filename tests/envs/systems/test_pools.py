@@ -127,9 +127,10 @@ def pools_spec(rate=1.0, servers=(1, 1), p=(0.5, 0.5), speeds=UNBALANCED, arriva
 
 def test_pools_block_becomes_two_fcfs_stations_and_actions():
     spec = pools_spec(servers=(2, 3), policy="reroute", tau=[1.0, 2.0], knowledge={"signal": 0.8},
-                      actions=[{"pool": 1}, {"pool": 2, "policy": "none"}, {"policy": "replicate", "tau": 0.5}])
+                      actions=[{"pool": 1}, {"pool": 2, "policy": "none"}, {"policy": "replicate", "tau": 0.5},
+                               {"pool": 2, "queue": "front"}])
     assert spec.station_names == ("pool1", "pool2") and spec.servers.tolist() == [2, 3]
-    assert spec.actions == ("pool1-reroute@1,2", "pool2", "auto-replicate@0.5")
+    assert spec.actions == ("pool1-reroute@1,2", "pool2", "auto-replicate@0.5", "pool2-reroute@1,2-front")
     assert not spec.admission and spec.objective == "response_time"
     pools = spec.pools
     assert pools.knowledge == "signal" and pools.q == 0.8 and pools.speeds == ((1.0, 0.1), (0.1, 1.0))
@@ -151,6 +152,9 @@ def test_pools_block_becomes_two_fcfs_stations_and_actions():
     ({"speeds": [[1, 0.1], [0.1, 1]]}, "pools.speeds", "did you mean 'types'"),
     ({"actions": [{"pool": 3}]}, "pools.actions[0].pool", "1, 2 or auto"),
     ({"actions": [{"pool": 1}, {"pool": 1}]}, "pools.actions", "repeated"),
+    ({"queue": "head"}, "pools.queue", "back, front"),
+    ({"actions": [{"pool": 1, "policy": "replicate", "tau": 0, "queue": "first"}]}, "pools.actions[0].queue",
+     "did you mean 'front'"),
 ])
 def test_bad_pools_blocks_name_the_field_and_the_fix(block, field, words):
     cfg = {"servers": [1, 1], "types": [{"p": 0.5, "speeds": [1, 0.1]}, {"p": 0.5, "speeds": [0.1, 1]}]}
