@@ -1,6 +1,6 @@
 """Two server pools (docs/systems/pools.md): the formula of drl_ac.theory.pools against the simulator.
 
-    python experiments/pools.py                  # (a) loads, (b) stability, (c) latency vs tau
+    python experiments/pools.py                  # (a) loads, (b) stability, (c) latency vs tau, (d) labels
     python experiments/pools.py --only loads     # one part; --quick: small runs (what the test runs)
 
 (a) Effective load per pool: the formula's rho_i = lam E[T_i] / N_i against the measured
@@ -16,6 +16,12 @@
     by default (the model's case, where the formula overstates replication).
 (c) Mean response time against tau for reroute and replicate at 80% of each policy's
     bound (the measured one where (b) ran, else the formula's); PNG in results/pools/.
+(d) Where the best rule could be improved: the scenario ``pools`` at ``--label-loads`` of
+    the study's reference rate under the signalled-pool rule with a front copy after 0 (the
+    best rule of the shipped study), every action labelled by rollouts on common random
+    numbers (drl_ac.learning.lookahead.labels_by_state) and grouped by state (jobs waiting
+    and busy servers per pool, capped at 3, and the signal): per frequent state, the action
+    with the lowest mean label against the rule's (0) and its standard error.
 """
 
 from __future__ import annotations
@@ -238,9 +244,36 @@ def plot_curves(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def labels_table(args) -> list[dict]:
+    from drl_ac.learning.lookahead import labels_by_state
+    from drl_ac.rules.pools import signalled_rules
+    from drl_ac.study.run import at_load
+    from envs import Driver, load_spec
+
+    rows = []
+    for load in args.label_loads:
+        spec = at_load(load_spec("pools"), load)
+        rule = next(r for r in signalled_rules(spec) if (r.policy, r.tau, r.queue) == ("replicate", 0.0, "front"))
+        driver = Driver(spec, args.label_instances, seed=args.seed)
+        for _ in range(args.label_warmup):
+            driver.step(rule(driver.observe()))
+        t0 = time.time()
+        for c in labels_by_state(driver, rule, args.label_horizon, args.labelled):
+            lowest = int(np.argmin(c["mean"]))
+            state = c["state"]
+            row = {"load": load, "waiting": state[:2], "busy": state[2:4], "signal": int(np.argmax(state[4:])),
+                   "count": c["count"], "lowest": spec.actions[lowest], "label": c["mean"][lowest],
+                   "se": c["se"][lowest]}
+            rows.append(row)
+            print(f"(d) load {load}: waiting {row['waiting']} busy {row['busy']} signal {row['signal']} "
+                  f"(n = {row['count']}): lowest {row['lowest']} {row['label']:+.2f} +- {row['se']:.2f}", flush=True)
+        print(f"(d) load {load}: {time.time() - t0:.0f} s", flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--only", choices=["loads", "stability", "curves"], nargs="+", default=None)
+    p.add_argument("--only", choices=["loads", "stability", "curves", "labels"], nargs="+", default=None)
     p.add_argument("--speeds", nargs="+", choices=list(SPEEDS), default=list(SPEEDS))
     p.add_argument("--policies", nargs="+", choices=POLICIES, default=list(POLICIES))
     p.add_argument("--knowledge", nargs="+", choices=list(KNOWLEDGE), default=list(KNOWLEDGE))
@@ -257,6 +290,11 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--taus", type=int, default=9, help="tau values in (c)")
     p.add_argument("--tau-range", type=float, nargs=2, default=[0.05, 20.0])
     p.add_argument("--curve-steps", type=int, default=3000, help="arrivals per instance per point in (c)")
+    p.add_argument("--label-loads", type=float, nargs="+", default=[0.8, 0.95], help="(d) loads of the study's rate")
+    p.add_argument("--label-instances", type=int, default=256, help="instances in (d)")
+    p.add_argument("--label-warmup", type=int, default=3000, help="rule decisions before the first labels in (d)")
+    p.add_argument("--label-horizon", type=int, default=100, help="decisions per rollout in (d)")
+    p.add_argument("--labelled", type=int, default=40, help="labelled decisions per instance in (d), one in 8")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="a few rows, short runs")
     p.add_argument("--out", type=Path, default=ROOT / "results" / "pools")
@@ -265,7 +303,8 @@ def main(argv: list[str] | None = None) -> dict:
         args.speeds, args.knowledge, args.curve_knowledge = ["unbalanced"], ["full"], ["full"]
         args.instances, args.load_steps, args.load_servers = 16, 600, 6
         args.horizon, args.iterations, args.taus, args.curve_steps = 200.0, 3, 3, 300
-    parts = args.only or ["loads", "stability", "curves"]
+        args.label_loads, args.label_instances, args.label_warmup, args.label_horizon, args.labelled = [0.8], 8, 100, 5, 2
+    parts = args.only or ["loads", "stability", "curves", "labels"]
     out: dict = {}
     if "loads" in parts:
         out["loads"] = loads_table(args)
@@ -276,6 +315,8 @@ def main(argv: list[str] | None = None) -> dict:
     if "curves" in parts:
         out["curves"] = tau_curves(args, limits)
         plot_curves(out["curves"], args.out / "latency_vs_tau.png")
+    if "labels" in parts:
+        out["labels"] = labels_table(args)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "pools.json").write_text(json.dumps(out, indent=1, default=float) + "\n")
     return out

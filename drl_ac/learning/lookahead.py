@@ -71,3 +71,31 @@ def advantage_labels(driver: Driver, base: Rule, horizon: int) -> Experiences:
     rows = np.repeat(obs, K, axis=0)
     return Experiences(rows, action, rows, action == np.repeat(first, K), np.ones(B * K, bool),
                        label.reshape(-1).astype(np.float32))
+
+
+def labels_by_state(driver: Driver, base: Rule, horizon: int, labelled: int, every: int = 8, cap: int = 3,
+                    top: int = 14) -> list[dict]:
+    """Where a rule could be improved: from the driver's state, follow ``base`` and label every
+    action (``advantage_labels``) at ``labelled`` of its decisions, one in ``every``; group the
+    instances' states by their observation capped at ``cap`` and return the ``top`` most
+    frequent classes, each with its ``count`` and every action's mean label and standard
+    error (``mean``, ``se``: the rule's action reads 0; one below 0 by several standard errors
+    is a one-step improvement the rollout learner can find)."""
+    obs_rows, label_rows = [], []
+    for i in range(labelled * every):
+        obs = driver.observe()
+        if i % every == every - 1:
+            first = np.asarray(base(obs), np.int64)
+            cost = action_costs(driver, base, horizon)
+            obs_rows.append(obs.copy())
+            label_rows.append(cost - cost[np.arange(len(first)), first][:, None])
+        driver.step(np.asarray(base(obs), np.int64))
+    states, labels = np.minimum(np.concatenate(obs_rows), cap), np.concatenate(label_rows)
+    classes, which, counts = np.unique(states, axis=0, return_inverse=True, return_counts=True)
+    out = []
+    for c in np.argsort(-counts, kind="stable")[:top]:
+        group = labels[which.reshape(-1) == c]
+        se = group.std(0, ddof=1) / np.sqrt(len(group)) if len(group) > 1 else np.full(group.shape[1], np.nan)
+        out.append({"state": classes[c].tolist(), "count": int(counts[c]), "mean": group.mean(0).tolist(),
+                    "se": se.tolist()})
+    return out

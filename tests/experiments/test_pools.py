@@ -12,12 +12,14 @@ def test_quick_run_writes_tables_and_the_figure(experiment, tmp_path):
     pools = experiment("pools")
     out = pools.main(["--quick", "--policies", "none", "full replication", "--out", str(tmp_path)])
     assert (tmp_path / "latency_vs_tau.png").stat().st_size > 1000
-    assert json.loads((tmp_path / "pools.json").read_text()).keys() == {"loads", "stability", "curves"}
+    assert json.loads((tmp_path / "pools.json").read_text()).keys() == {"loads", "stability", "curves", "labels"}
     for row in out["loads"]:
         assert max(row["z"]) < 4, row
     none = next(r for r in out["stability"] if r["policy"] == "none")
     assert 0.75 < none["simulated"] / none["formula"] < 1.3  # 3 bisection steps: a coarse bracket
     assert len(out["curves"]) == 2 and all(len(c["mean"]) == 3 for c in out["curves"])
+    assert out["labels"] and sum(r["count"] for r in out["labels"]) <= 8 * 2  # 8 instances x 2 labelled decisions
+    assert all(r["label"] <= 0.0 for r in out["labels"])  # the rule's own action reads 0: the lowest is <= 0
 
 
 def test_the_control_study_is_the_documented_preset(experiment):

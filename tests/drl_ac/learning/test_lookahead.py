@@ -4,7 +4,7 @@ share their random numbers, and the base action's rollout is the real future und
 import numpy as np
 import pytest
 
-from drl_ac.learning.lookahead import action_costs, advantage_labels
+from drl_ac.learning.lookahead import action_costs, advantage_labels, labels_by_state
 from drl_ac.rules.redundancy import own_server_rules
 from envs import Driver, NetworkSpec, load_spec
 
@@ -59,6 +59,22 @@ def test_labels_are_costs_relative_to_the_rule_one_row_per_action():
                                atol=1e-5)
     assert labels.greedy.reshape(B, K)[np.arange(B), first].all() and labels.greedy.sum() == B
     assert not labels.cost.reshape(B, K)[np.arange(B), first].any()  # the rule's own action: 0
+
+
+def test_labels_by_state_group_the_rules_states_and_follow_the_real_path():
+    spec, rule, driver = warm()
+    _, _, twin = warm()
+    every, labelled = 4, 3
+    rows = labels_by_state(driver, rule, 10, labelled, every=every, cap=2, top=1000)
+    assert sum(r["count"] for r in rows) == B * labelled  # every labelled state in one class
+    assert [r["count"] for r in rows] == sorted((r["count"] for r in rows), reverse=True)
+    assert all(max(r["state"]) <= 2 and len(r["mean"]) == len(r["se"]) == spec.num_actions for r in rows)
+    exact = [r for r in rows if max(r["state"]) < 2]  # nothing capped: one observation, one rule action
+    assert exact and all(r["mean"][int(rule(np.asarray([r["state"]]))[0])] == 0.0 for r in exact)
+    obs = twin.observe()  # the labelling left the rule's real path as it was
+    for _ in range(labelled * every):
+        obs, _ = twin.step(rule(obs))
+    np.testing.assert_array_equal(driver.observe(), twin.observe())
 
 
 def test_with_no_load_a_copy_changes_nothing_when_sizes_are_identical():
