@@ -179,6 +179,9 @@ class PoolsDispatch:
     the first completion ``cancel_siblings`` removes the other copy (``StationKind.cancel``).
     The copy or the rerouted job joins the back of the other pool's queue, or its front with
     ``queue: front`` (next in line: it then overlaps its original far more, docs/systems/pools.md).
+    A timer is an event: one due at the instant a server is freed fires after the freed servers
+    have taken their queued jobs (a tau-0 copy made as its original starts waits behind the job
+    that the cancellation of the previous copy let in).
     Server time used on each pool is left in ``service`` (a cancelled copy's entry becomes
     what it used), so ``Outcomes.service`` holds the per-pool server time and ``work`` their sum.
 

@@ -80,7 +80,12 @@ def labels_by_state(driver: Driver, base: Rule, horizon: int, labelled: int, eve
     instances' states by their observation capped at ``cap`` and return the ``top`` most
     frequent classes, each with its ``count`` and every action's mean label and standard
     error (``mean``, ``se``: the rule's action reads 0; one below 0 by several standard errors
-    is a one-step improvement the rollout learner can find)."""
+    is a one-step improvement the rollout learner can find). The standard error treats the
+    labels as independent; those of one instance overlap when ``every`` < ``horizon``, so it
+    understates the noise: a label not below 0 by it is not below 0 at all."""
+    if labelled < 1 or every < 1:
+        raise ValueError(f"labelled and every must be >= 1, got {labelled} and {every}. Fix: label at least one "
+                         "decision, e.g. labelled=40, every=8.")
     obs_rows, label_rows = [], []
     for i in range(labelled * every):
         obs = driver.observe()

@@ -4,9 +4,10 @@ rerouted or replicated after tau in service there.
 * ``ConstantAction``: one of the scenario's actions for every job, one rule per action (every
   constant action). With one server per pool, "pool i, replicate after 0 in service" is full
   replication in effect: a copy joins the other queue as soon as the job starts.
-* ``SignalledPool(policy, tau)``: the job starts on the faster pool of its signalled (or
-  revealed) type, then reroutes or replicates after tau there: the threshold rule of the
-  literature, tuned over the (policy, tau) pairs the scenario's actions offer for both pools.
+* ``SignalledPool(policy, tau, by_type, queue)``: the job starts on the faster pool of its
+  signalled (or revealed) type, then reroutes or replicates after tau there (the copy to the
+  back or the front of the other queue): the threshold rule of the
+  literature, tuned over the (policy, tau, queue) the scenario's actions offer for both pools.
 
 Both are tuned in steady state on common random numbers (``tuning.ControlTuner``).
 """
@@ -64,7 +65,8 @@ def signalled_rules(spec: NetworkSpec) -> list[SignalledPool]:
 
 def tuned_rules(spec: NetworkSpec, seed: int = 777, num_envs: int = 64, max_steps: int = 16_000,
                 progress: Callable[[str], None] | None = None) -> dict[str, TuningResult]:
-    """Every constant action and the signalled-pool threshold rule, tuned (its policy and tau)."""
+    """Every constant action and the signalled-pool threshold rule, tuned (its policy, tau and
+    queue; the row keeps its name, "tuned policy and tau", which studies' files record)."""
     tuner = ControlTuner(spec, seed, num_envs, max_steps, progress=progress)
     out: dict[str, TuningResult] = {}
     for a, action in enumerate(spec.pools.actions):

@@ -237,6 +237,20 @@ def test_a_timers_copy_joins_the_back_or_the_front_of_the_other_queue(queue):
         assert rows[4][0] == 11.0 and rows[4][4][1] == 4.0  # E waited 5 -> 9
 
 
+def test_a_copy_made_at_an_instant_queues_after_the_servers_freed_then_take_their_jobs():
+    # Front copies after 0 (action 0) and pool 2 alone (action 1). A (X = 2.5) starts on pool 1
+    # at 1 and its copy on idle pool 2 (needs 5). B (X = 1, action 1) queues on pool 2 at 2, C
+    # (X = 1) on pool 1 at 3. At 3.5 A ends on pool 1 and its copy is cancelled (2.5 used): pool
+    # 2 takes B (3.5 to 5.5), pool 1 takes C, and only then C's copy joins pool 2's queue, at
+    # its front but behind B in service; C ends on pool 1 at 4.5 and its copy leaves unserved.
+    spec = pools_spec(policy="replicate", tau=0.0, actions=[{"pool": 1, "queue": "front"}, {"pool": 2, "policy": "none"}],
+                      **ONE_TYPE)
+    rows, _, _ = trace(spec, [(2.5, 0), (1.0, 1), (1.0, 0)])
+    assert rows[0][:4] == (3.5, 5.0, 2, (2.5, 2.5))
+    assert rows[1][:4] == (5.5, 2.0, 1, (0.0, 2.0)) and rows[1][4][1] == 1.5  # B waited 2 -> 3.5
+    assert rows[2][:4] == (4.5, 1.0, 1, (1.0, 0.0))
+
+
 def test_replicate_on_arrival_places_both_copies():
     # tau = 0 from arrival: a copy enters each queue on arrival; the first to finish wins.
     spec = pools_spec(policy="replicate", tau=0, timer="arrival", **ONE_TYPE)
@@ -335,7 +349,9 @@ def reference_signalled_copies(rate, queue, jobs, seed, q=0.8, warmup=1_000):
     """An independent event simulation (heap and deques, written apart from the engine) of
     the pools scenario's servers under the signalled-pool rule: a job starts on the fast pool of
     its signalled type and, when its service starts there, a copy joins the other pool's queue
-    at its back or front; the first to finish cancels the other. Mean response after warm-up."""
+    at its back or front, after every server freed at that instant has taken its next job (an
+    event at the same time, as the engine's timer); the first to finish cancels the other.
+    Mean response after warm-up."""
     import heapq
     import random
     from collections import deque
@@ -352,15 +368,17 @@ def reference_signalled_copies(rate, queue, jobs, seed, q=0.8, warmup=1_000):
             version[p] += 1
             serving[p] = jid
             heapq.heappush(events, (now + live[jid]["work"][p], 1, p, version[p]))
-            job = live[jid]
-            if p == job["first"] and not job["copied"]:
-                job["copied"] = True
-                (queues[1 - p].appendleft if queue == "front" else queues[1 - p].append)(jid)
-                start(1 - p, now)
+            if p == live[jid]["first"] and not live[jid]["copied"]:  # the copy: an event now, after this one
+                heapq.heappush(events, (now, 2, p, jid))
 
     while count < jobs:
         now, kind, p, v = heapq.heappop(events)
-        if kind == 0:
+        if kind == 2:  # the copy of job v, in service on its first pool p since now
+            if v in live and serving[p] == v:
+                live[v]["copied"] = True
+                (queues[1 - p].appendleft if queue == "front" else queues[1 - p].append)(v)
+                start(1 - p, now)
+        elif kind == 0:
             heapq.heappush(events, (now + rng.expovariate(rate), 0, -1, 0))
             ptype = int(rng.random() < 0.5)
             signal = ptype if rng.random() < q else 1 - ptype

@@ -71,10 +71,27 @@ def test_labels_by_state_group_the_rules_states_and_follow_the_real_path():
     assert all(max(r["state"]) <= 2 and len(r["mean"]) == len(r["se"]) == spec.num_actions for r in rows)
     exact = [r for r in rows if max(r["state"]) < 2]  # nothing capped: one observation, one rule action
     assert exact and all(r["mean"][int(rule(np.asarray([r["state"]]))[0])] == 0.0 for r in exact)
+    with pytest.raises(ValueError, match="labelled"):
+        labels_by_state(twin, rule, 10, 0)
     obs = twin.observe()  # the labelling left the rule's real path as it was
     for _ in range(labelled * every):
         obs, _ = twin.step(rule(obs))
     np.testing.assert_array_equal(driver.observe(), twin.observe())
+
+
+def test_labels_by_state_average_the_advantage_labels_of_each_class():
+    spec, rule, driver = warm()
+    _, _, twin = warm()
+    rows = labels_by_state(driver, rule, 10, 1, every=1, cap=2, top=1000)  # one decision, labelled
+    obs, K = np.minimum(twin.observe(), 2), spec.num_actions
+    labels = advantage_labels(twin, rule, 10).cost.reshape(B, K)
+    for r in rows:
+        members = (obs == np.asarray(r["state"])).all(1)
+        assert members.sum() == r["count"]
+        np.testing.assert_allclose(r["mean"], labels[members].mean(0), rtol=1e-5, atol=1e-4)
+        if r["count"] > 1:
+            np.testing.assert_allclose(r["se"], labels[members].std(0, ddof=1) / np.sqrt(r["count"]), rtol=1e-4,
+                                       atol=1e-4)
 
 
 def test_with_no_load_a_copy_changes_nothing_when_sizes_are_identical():
