@@ -53,8 +53,15 @@ class _Records:
         return {name: getattr(self, name).copy() for name in self.names()}
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
+        """Restore ``get_state``'s arrays; a column the state lacks (declared since it was saved,
+        e.g. the pools' ``front``) takes its fill, so older saved runs still resume."""
+        fills = {c.name: c for c in self.columns}
         for name in self.names():
-            setattr(self, name, np.array(state[name]))
+            if name not in state and name in fills:
+                c = fills[name]
+                setattr(self, name, np.full(np.shape(state["live"]) + c.shape, c.fill, dtype=c.dtype))
+            else:
+                setattr(self, name, np.array(state[name]))
 
     def _resize(self, resize: Callable[[np.ndarray, object], np.ndarray]) -> None:
         """Apply ``resize(array, fill)`` to live and every column."""

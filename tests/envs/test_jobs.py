@@ -64,3 +64,14 @@ def test_a_long_job_does_not_grow_the_job_table():
         sim.step(np.array([1]))
         most = max(most, int(sim.jobs_in_system()[0]))
     assert sim.jobs.live[0].sum() >= 1 and sim.capacity <= 2 * (most + 1) < 5000
+
+
+def test_a_state_saved_before_a_column_existed_restores_it_with_its_fill():
+    old = SlotTable(2, (Column("x"),), capacity=3)
+    old.x[1, 2] = 7.0
+    old.take(np.array([0, 1]))
+    new = SlotTable(2, (Column("x"), Column("front", (), bool, False), Column("v", (2,), np.int64, -1)), capacity=1)
+    new.set_state(old.get_state())
+    assert new.x[1, 2] == 7.0 and np.array_equal(new.live, old.live)
+    assert new.front.shape == (2, 3) and not new.front.any() and new.front.dtype == bool
+    assert new.v.shape == (2, 3, 2) and (new.v == -1).all()
