@@ -86,15 +86,14 @@ def labels_by_state(driver: Driver, base: Rule, horizon: int, labelled: int, eve
     if labelled < 1 or every < 1:
         raise ValueError(f"labelled and every must be >= 1, got {labelled} and {every}. Fix: label at least one "
                          "decision, e.g. labelled=40, every=8.")
+    B, K = driver.num_envs, driver.num_actions
     obs_rows, label_rows = [], []
     for i in range(labelled * every):
-        obs = driver.observe()
         if i % every == every - 1:
-            first = np.asarray(base(obs), np.int64)
-            cost = action_costs(driver, base, horizon)
-            obs_rows.append(obs.copy())
-            label_rows.append(cost - cost[np.arange(len(first)), first][:, None])
-        driver.step(np.asarray(base(obs), np.int64))
+            rows = advantage_labels(driver, base, horizon)
+            obs_rows.append(rows.obs[::K])
+            label_rows.append(rows.cost.reshape(B, K).astype(float))
+        driver.step(np.asarray(base(driver.observe()), np.int64))
     states, labels = np.minimum(np.concatenate(obs_rows), cap), np.concatenate(label_rows)
     classes, which, counts = np.unique(states, axis=0, return_inverse=True, return_counts=True)
     out = []
