@@ -129,6 +129,7 @@ BUDGETS: dict[str, Budget] = {
 PYTHON_BUDGETS = {
     'DECISIONS, ARRIVALS, BUDGET = 1_000_000, 20_000, "quick"': 'DECISIONS, ARRIVALS, BUDGET = 4_000, 2_000, "smoke"',
     "num_envs=4096": "num_envs=64",
+    ".learn(1_000_000)": ".learn(20_000)",  # docs/gymnasium.md's PPO: one rollout of 256 x 64 and an update
 }
 
 
@@ -321,6 +322,13 @@ def test_documented_command(case: Case, tmp_path, request):
         assert proc.stdout.strip(), f"{shlex.join(argv)} printed nothing"
         if "--json" in argv:
             json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_every_python_budget_still_applies():
+    """A budget whose text left the docs would let that block run at full size (60 s for PPO)."""
+    texts = [text for page in PAGES for _, text in blocks(page, "python")]
+    unused = [old for old in PYTHON_BUDGETS if not any(old in text for text in texts)]
+    assert not unused, f"PYTHON_BUDGETS entries matching no python block: {unused}: update them to the docs"
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if blocks(p, "python")], ids=lambda p: str(p.relative_to(ROOT)))
