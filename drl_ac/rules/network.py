@@ -126,16 +126,18 @@ def tune_stations(spec: NetworkSpec, start: int, arrivals: int = 100_000, seed: 
 
 
 def tuned_rules(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777,
-                progress: Callable[[str], None] | None = None) -> dict[str, TuningResult]:
+                progress: Callable[[str], None] | None = None, **tuner_options) -> dict[str, TuningResult]:
     """Every constant action but reject (accept-all, or each entry station) and the threshold
-    rules tuned for ``spec`` (``progress`` is told of every evaluation); the weighted threshold
-    only where the weights differ (else it is the total threshold)."""
-    tuner = Tuner(spec, arrivals, seed, 400, progress=progress)
+    rules tuned for ``spec`` (``progress`` is told of every evaluation; ``tuner_options``: of
+    every ``Tuner``, e.g. a smoke run's short ``warmup``); the weighted threshold only where the
+    weights differ (else it is the total threshold)."""
+    tuner = Tuner(spec, arrivals, seed, 400, progress=progress, **tuner_options)
     out = {f"always {spec.actions[a]}": tuner.result(ConstantAction(a, f"always {spec.actions[a]}"))
            for a in range(1, spec.num_actions)}
-    total = tune_total(spec, arrivals, seed, progress=progress)
+    total = tune_total(spec, arrivals, seed, progress=progress, **tuner_options)
     out.update({"total threshold": total,
-                "per-station thresholds": tune_stations(spec, total.rule.k, arrivals, seed, progress=progress)})
+                "per-station thresholds": tune_stations(spec, total.rule.k, arrivals, seed, progress=progress,
+                                                        **tuner_options)})
     if not np.allclose(wait_weights(spec), wait_weights(spec)[0]):  # equal weights: it is the total threshold
-        out["weighted threshold"] = tune_weighted(spec, arrivals, seed, progress=progress)
+        out["weighted threshold"] = tune_weighted(spec, arrivals, seed, progress=progress, **tuner_options)
     return out

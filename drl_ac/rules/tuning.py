@@ -48,14 +48,16 @@ class Tuner:
 
     def __init__(self, spec: NetworkSpec, arrivals: int, seed: int, num_envs: int, max_arrivals: int | None = None,
                  progress: Callable[[str], None] | None = None, measure: str = "violation", margin: bool = False,
-                 deadline: float | None = None, bins: int = 24):
+                 deadline: float | None = None, bins: int = 24, warmup: int | str = "auto"):
         """``measure``: the metric held <= eps (a cell: ``dropping``, P(dropped | admitted), or
         ``handover_dropping``); ``margin``: feasible iff its one-sided 95% upper bound is <= eps
         (the sample doubles while the one-sided bounds straddle eps), instead of the point
         estimate once the two-sided 95% interval excludes eps. ``deadline`` (``time.time()``):
         searches that ask ``expired()`` stop there with the best rule found so far. ``bins``:
-        phase bins of the evaluations (a periodic system's ``..._by_phase``)."""
+        phase bins of the evaluations (a periodic system's ``..._by_phase``). ``warmup``: of each
+        evaluation (``evaluate``'s; a few steps make a smoke run cheap, deciding nothing)."""
         self.spec, self.arrivals, self.seed, self.num_envs, self.bins = spec, arrivals, seed, num_envs, bins
+        self.warmup = warmup
         self.measure, self.margin, self.deadline = measure, margin, deadline
         self.cut = False  # a search stopped at the deadline
         self.max_arrivals = max_arrivals if max_arrivals is not None else 8 * arrivals
@@ -70,7 +72,7 @@ class Tuner:
             if hasattr(rule, "reset"):  # a randomised rule replays the same uniforms: common random numbers
                 rule.reset()
             m = evaluate(rule, self.spec, arrivals=arrivals, seed=self.seed, num_envs=self.num_envs, bins=self.bins,
-                         probes=False)  # the search reads acceptance and the constraint only
+                         warmup=self.warmup, probes=False)  # the search reads acceptance and the constraint only
             self.cache[key] = m
             v = self.measure
             self.trace.append((key[0], arrivals, m[v], m["acceptance"]))
