@@ -129,7 +129,7 @@ BUDGETS: dict[str, Budget] = {
 PYTHON_BUDGETS = {
     'DECISIONS, ARRIVALS, BUDGET = 1_000_000, 20_000, "quick"': 'DECISIONS, ARRIVALS, BUDGET = 4_000, 2_000, "smoke"',
     "num_envs=4096": "num_envs=64",
-    ".learn(1_000_000)": ".learn(20_000)",  # docs/gymnasium.md's PPO: one rollout of 256 x 64 and an update
+    ".learn(1_000_000)": ".learn(20_000)",  # docs/gymnasium.md's PPO: two rollouts of 256 x 64 steps, each with its update
 }
 
 

@@ -51,7 +51,8 @@ Policy = Callable[[np.ndarray], np.ndarray]
 # "rules": options of each system's tuner (drl_ac.rules.TUNERS); "evaluation": of
 # steady_state; "stability": of stability.
 BUDGETS: dict[str, dict[str, dict]] = {
-    "smoke": {"rules": {"network": {"arrivals": 2_000, "warmup": 50, "max_arrivals": 2_000}, "cell": {"arrivals": 2_000, "num_envs": 20},
+    "smoke": {"rules": {"network": {"arrivals": 2_000, "warmup": 50, "max_arrivals": 2_000},
+                        "cell": {"arrivals": 2_000, "num_envs": 20},
                         "redundancy": {"num_envs": 8, "max_steps": 400, "k_grid": (4, 16),
                                        "m_grid": (0, 2)},
                         "pools": {"num_envs": 8, "max_steps": 400}},
