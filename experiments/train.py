@@ -55,7 +55,7 @@ from drl_ac.checkpoint import (
 from drl_ac.cli import HelpFormatter, progress_printer
 from drl_ac.evaluation.calibration import calibrated_section
 from drl_ac.evaluation.metrics import evaluate, format_metrics
-from drl_ac.evaluation.steady import steady_state
+from drl_ac.evaluation.steady import capped, steady_state
 from drl_ac.learning.learner import RBAR_UPDATES, LearnerConfig
 from drl_ac.learning.qnet import rule_of
 from drl_ac.learning.trainer import COSTS, LAM_MODES, TARGETS, TrainConfig, Trainer
@@ -180,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "nothing) and print a one-line verdict")
     p.add_argument("--eval-arrivals", type=int, default=200_000,
                    help="arrivals in the final evaluation and in each evaluation of the calibration (a control "
-                        "system is evaluated in steady state instead, with the --compare budget)")
+                        "system is evaluated in steady state instead, with the --compare budget; when this flag "
+                        "is given, its run stops after about this many arrivals, at least 4 batches per instance)")
     p.add_argument("--checkpoint-every", type=int, default=1_000_000, help="decisions between checkpoints")
     p.add_argument("--out", type=Path, default=None,
                    help="output folder (default: checkpoints/runs/SCENARIO-seedS; on --resume the "
@@ -446,7 +447,7 @@ def run(args: argparse.Namespace, given: set[str] | None = None) -> dict:
             tuned = study.tune_rules(trainer.spec, config.seed, args.compare, say)
         if background is not None and tuned is None and control:  # the guard needs the rules
             tuned = background.tuned(say)
-        metrics, exported, section = finish(trainer, args, out, tuned, say)
+        metrics, exported, section = finish(trainer, args, out, tuned, say, given)
         if background is not None:  # measured beside the guard's choice, calibration and evaluation
             tuned, measured = background.result(say)
     except KeyboardInterrupt:
@@ -483,10 +484,11 @@ def compare_with_rules(policy: LoadedPolicy, spec: NetworkSpec, seed: int, budge
 
 
 def finish(trainer: Trainer, args: argparse.Namespace, out: Path, tuned: dict | None,
-           say: Callable[[str], None]) -> tuple[dict, list[Path], dict]:
+           say: Callable[[str], None], given: set[str]) -> tuple[dict, list[Path], dict]:
     """Calibrate (when asked or when lam is automatic), guard a control policy by the best
     tuned rule that can guard it (when rules were ``tuned``: ``drl_ac.study.guard``), evaluate
-    and write the policy files."""
+    (a control system in steady state, at most --eval-arrivals arrivals when given) and write
+    the policy files."""
     config = trainer.config
     if args.calibrate == "on" or (args.calibrate == "auto" and trainer.auto_lam):
         holdout = None if args.compare == "off" else study.evaluation_arrivals(args.compare)
@@ -505,6 +507,8 @@ def finish(trainer: Trainer, args: argparse.Namespace, out: Path, tuned: dict | 
     policy = LoadedPolicy(section)
     if trainer.spec.system.kind == "control":  # in steady state: a control system's mean is slow to settle
         budget = study.BUDGETS["quick" if args.compare == "off" else args.compare]["evaluation"]
+        if "eval_arrivals" in given:
+            budget = capped(budget, args.eval_arrivals)
         metrics = steady_state(policy, trainer.spec, seed=config.seed + study.EVALUATION, **budget)
     else:
         metrics = evaluate(policy, trainer.spec, arrivals=args.eval_arrivals, seed=config.seed + study.EVALUATION)

@@ -21,6 +21,7 @@ batches of ``chunk`` decisions per instance:
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -35,6 +36,7 @@ from envs.rollout import set_arrival_speed, settled
 Policy = Callable[[np.ndarray], np.ndarray]
 Z_UNSTABLE = 3.0  # standard errors of growth that make a policy unstable (never chosen: false alarms cost)
 Z_GROWTH = 2.0  # a stable policy's backlog shrinks and shows no growth at this level in its second half
+MIN_BATCHES = 4  # the fewest batches a run is judged on (an MSER cut and two halves after it)
 
 
 class _Batches:
@@ -112,7 +114,7 @@ def steady_state(policy: Policy, spec: NetworkSpec, seed: int = 10_000, num_envs
         eng.set_state(start)
     batches, headline = _Batches(num_envs, chunk, origin=driver.t), spec.system.headline.measure
     obs = driver.observe()
-    target = min(max(min_steps, 4 * chunk), max_steps)
+    target = min(max(min_steps, MIN_BATCHES * chunk), max_steps)
     while True:
         while batches.steps(driver) < target:
             obs = batches.step(driver, policy, obs)
@@ -164,6 +166,17 @@ class Stability:
             return "stable (a loss system: nothing queues)"
         return (f"{self.verdict}: from a backlog of {self.backlog:.0f} jobs to {self.end:.0f} over {self.horizon:.0f} "
                 f"time units, drift {self.drift:+.4f} +- {self.drift_se:.4f} jobs per unit time in its second half")
+
+
+def capped(options: dict, arrivals: int) -> dict:
+    """``steady_state`` options whose run stops after about ``arrivals`` arrivals (never fewer
+    than ``MIN_BATCHES`` batches per instance): a user's cap on an evaluation's cost, which
+    may then end before the run is stationary (``stationary`` says so)."""
+    given = inspect.signature(steady_state).bind_partial(**options)
+    given.apply_defaults()
+    o = given.arguments
+    steps = max(arrivals // o["num_envs"], MIN_BATCHES * o["chunk"])
+    return {**options, "min_steps": min(o["min_steps"], steps), "max_steps": min(o["max_steps"], steps)}
 
 
 def stability(policy: Policy, spec: NetworkSpec, seed: int = 20_000, num_envs: int = 64, overload: float = 2.0,

@@ -322,11 +322,14 @@ def tune_phase_thresholds(spec: NetworkSpec, base: tuple[int, ...], bins: int = 
 
 
 def tuned_cell_rules(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_envs: int = 400,
-                     measure: str = "dropping", bins: int = 24, progress: Callable[[str], None] | None = None
-                     ) -> dict[str, TuningResult]:
+                     measure: str = "dropping", bins: int = 24, progress: Callable[[str], None] | None = None,
+                     max_arrivals: int | None = None) -> dict[str, TuningResult]:
     """Every cell rule tuned for ``spec`` (``progress`` is told of every evaluation); the
-    per-phase table only with a periodic arrival profile (4 x ``arrivals`` per evaluation)."""
-    run = {"arrivals": arrivals, "seed": seed, "num_envs": num_envs, "measure": measure, "progress": progress}
+    per-phase table only with a periodic arrival profile (4 x ``arrivals`` per evaluation).
+    ``max_arrivals``: the most a feasibility check grows its sample to (``Tuner``'s; default
+    8 x ``arrivals``)."""
+    run = {"arrivals": arrivals, "seed": seed, "num_envs": num_envs, "measure": measure, "progress": progress,
+           "max_arrivals": max_arrivals}
     lay = cell_layout(spec)
     accept = _tuner(spec, arrivals, seed, num_envs, measure, progress=progress).result(CellAcceptAll(lay))
     prb, guard = tune_prb_threshold(spec, **run), tune_guard(spec, **run)

@@ -52,11 +52,11 @@ Policy = Callable[[np.ndarray], np.ndarray]
 # steady_state; "stability": of stability.
 BUDGETS: dict[str, dict[str, dict]] = {
     "smoke": {"rules": {"network": {"arrivals": 2_000, "warmup": 50, "max_arrivals": 2_000},
-                        "cell": {"arrivals": 2_000, "num_envs": 20},
+                        "cell": {"arrivals": 2_000, "num_envs": 20, "max_arrivals": 2_000},
                         "redundancy": {"num_envs": 8, "max_steps": 400, "k_grid": (4, 16),
                                        "m_grid": (0, 2)},
                         "pools": {"num_envs": 8, "max_steps": 400}},
-              "evaluation": {"num_envs": 16, "min_steps": 400, "max_steps": 400, "rel_se": 1.0},
+              "evaluation": {"num_envs": 8, "min_steps": 200, "max_steps": 200, "chunk": 50, "rel_se": 1.0},
               "stability": {"num_envs": 8, "build_steps": 100, "steps": 200, "doublings": 0}},
     "quick": {"rules": {"network": {"arrivals": 10_000}, "cell": {"arrivals": 20_000},
                         "redundancy": {"num_envs": 32, "max_steps": 8_000},

@@ -7,8 +7,8 @@ import pytest
 
 def test_cell_small_row_is_exact_and_agrees_with_simulation(experiment, tmp_path):
     optimality = experiment("optimality")
-    (row,) = optimality.main(["--scenarios", "cell_small", "--steps", "60000", "--cell-envs", "128",
-                              "--arrivals", "100000", "--json", str(tmp_path / "rows.json")])
+    (row,) = optimality.main(["--scenarios", "cell_small", "--steps", "40000", "--cell-envs", "128",
+                              "--arrivals", "50000", "--json", str(tmp_path / "rows.json")])
     assert row["optimum"]["blocking"] == pytest.approx(0.3443, abs=5e-5) and row["states"] == 16
     assert row["optimum"]["dropping"] == pytest.approx(0.05)
     exact, sim = row["learned_exact"], row["learned"]
