@@ -360,3 +360,15 @@ def test_a_control_system_without_a_base_rule_guards_with_the_rules_of_the_secon
     comparison = json.loads((out / "comparison.json").read_text())
     assert {"learned", "d = 1", "load threshold", "own-server threshold"} <= set(comparison["rows"])
     assert load_file(out / "policy.pt")["selection"]["chosen"]  # the guard chose among its candidates
+
+
+def test_eval_arrivals_caps_a_control_systems_steady_state_evaluation(tmp_path, capsys):
+    # quick's evaluation runs 128 instances until 1% precision (about 1M arrivals here); asked
+    # for 1,000, it stops after its 4 batches of 100 decisions per instance
+    out = tmp_path / "red"
+    argv = ["--scenario", "redundancy_ps", "--steps", "200", "--num-envs", "8", "--out", str(out), "--device", "cpu",
+            "--compare", "off", "--base", "none", "--eval-arrivals", "1000", "--quiet"]
+    code, stdout, err = run_main(train, argv, capsys)
+    assert code == 0, err
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["warmup_steps"] + metrics["window_steps"] <= 400 and 0 < metrics["arrivals"] <= 128 * 400
