@@ -72,8 +72,7 @@ BUDGETS: dict[str, Budget] = {
              "--out": "{out}", "--quiet": True, "--force": True, "--compare": "off", "--base": "none"},
         per="scenario", writes=TRAIN_FILES,
         slow={"cell_5g": "calibration and evaluation of a periodic cell cover whole days per instance: "
-                         "55-71 s even with 500 arrivals",
-              "pools": "an untrained dispatcher is unstable: its evaluation warms up to the 40,000-step cap (67 s)"}),
+                         "55-71 s even with 500 arrivals"}),
     "experiments/evaluate.py": Budget(
         set={"--arrivals": "500", "--num-envs": "50", "--tune-arrivals": "500", "--tabular-decisions": "2000",
              "--budget": "smoke", "--quiet": True},
