@@ -347,7 +347,8 @@ def format_metrics(m: dict, spec: NetworkSpec | None = None) -> str:
     if spec is not None and spec.system.kind == "control":
         lo, hi = m["mean_delay_ci"]
         met = "" if spec.objective != "deadline" else f"  P(response < {spec.d_ub:g}) {m['throughput']:.4f}"
-        return f"mean response {m['mean_delay']:.4f} [{lo:.4f}, {hi:.4f}]{met}  {tail}"
+        settled = "" if m.get("stationary", True) else "  NOT stationary (the run ended drifting)"
+        return f"mean response {m['mean_delay']:.4f} [{lo:.4f}, {hi:.4f}]{met}  {tail}{settled}"
     lo, hi = m["violation_ci"]
     return (f"violation {m['violation']:.4f} [{lo:.4f}, {hi:.4f}]  acceptance {m['acceptance']:.4f}  "
             f"throughput {m['throughput']:.4f}  objective {m['objective']:.4f}  "

@@ -114,7 +114,7 @@ def steady_state(policy: Policy, spec: NetworkSpec, seed: int = 10_000, num_envs
         eng.set_state(start)
     batches, headline = _Batches(num_envs, chunk, origin=driver.t), spec.system.headline.measure
     obs = driver.observe()
-    target = min(max(min_steps, MIN_BATCHES * chunk), max_steps)
+    target = _first_steps(min_steps, chunk, max_steps)
     while True:
         while batches.steps(driver) < target:
             obs = batches.step(driver, policy, obs)
@@ -168,13 +168,29 @@ class Stability:
                 f"time units, drift {self.drift:+.4f} +- {self.drift_se:.4f} jobs per unit time in its second half")
 
 
-def capped(options: dict, arrivals: int) -> dict:
-    """``steady_state`` options whose run stops after about ``arrivals`` arrivals (never fewer
-    than ``MIN_BATCHES`` batches per instance): a user's cap on an evaluation's cost, which
-    may then end before the run is stationary (``stationary`` says so)."""
+def _first_steps(min_steps: int, chunk: int, max_steps: int) -> int:
+    return min(max(min_steps, MIN_BATCHES * chunk), max_steps)
+
+
+def _resolved(options: dict) -> dict:
+    """``steady_state``'s keyword ``options`` with its defaults filled in."""
     given = inspect.signature(steady_state).bind_partial(**options)
     given.apply_defaults()
-    o = given.arguments
+    return given.arguments
+
+
+def first_window_steps(options: dict) -> int:
+    """Decisions per instance of the shortest run ``steady_state(**options)`` can make."""
+    o = _resolved(options)
+    return _first_steps(o["min_steps"], o["chunk"], o["max_steps"])
+
+
+def capped(options: dict, arrivals: int) -> dict:
+    """``steady_state`` options whose run stops after about ``arrivals`` arrivals (never fewer
+    than ``MIN_BATCHES`` batches per instance: ``num_envs`` x 4 x ``chunk`` at least): a user's
+    cap on an evaluation's cost, which may then end before the run is stationary
+    (``stationary`` says so)."""
+    o = _resolved(options)
     steps = max(arrivals // o["num_envs"], MIN_BATCHES * o["chunk"])
     return {**options, "min_steps": min(o["min_steps"], steps), "max_steps": min(o["max_steps"], steps)}
 

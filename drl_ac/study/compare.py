@@ -40,7 +40,7 @@ from drl_ac.evaluation.selection import (
     guarded,
     visited_states,
 )
-from drl_ac.evaluation.steady import stability, steady_state
+from drl_ac.evaluation.steady import first_window_steps, stability, steady_state
 from drl_ac.rules.tuning import TuningResult
 from envs import NetworkSpec
 from envs.observation import ObservationEncoding
@@ -77,7 +77,7 @@ def evaluation_arrivals(budget: str) -> int:
     periodic system's whole evaluation; a steady state's first window): the later
     evaluation a calibration leaves room for (``calibration.calibrate_bias``'s holdout)."""
     options = _budget(budget)["evaluation"]
-    return options["num_envs"] * max(options["min_steps"], 400)
+    return options["num_envs"] * min(max(options["min_steps"], 400), first_window_steps(options))
 
 
 def measure(policy: Policy, spec: NetworkSpec, seed: int, budget: str = "quick") -> dict:
