@@ -331,8 +331,7 @@ def tuned_cell_rules(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777
     run = {"arrivals": arrivals, "seed": seed, "num_envs": num_envs, "measure": measure, "progress": progress,
            "max_arrivals": max_arrivals}
     lay = cell_layout(spec)
-    accept = _tuner(spec, arrivals, seed, num_envs, measure, progress=progress,
-                    max_arrivals=max_arrivals).result(CellAcceptAll(lay))
+    accept = _tuner(spec, **run).result(CellAcceptAll(lay))
     prb, guard = tune_prb_threshold(spec, **run), tune_guard(spec, **run)
     out = {"accept-all": accept, "PRB threshold": prb,
            "per-type thresholds": tune_type_thresholds(spec, prb.rule.T, **run), "guard channel": guard,
