@@ -182,6 +182,14 @@ class PoolsDispatch:
     A timer is an event: one due at the instant a server is freed fires after the freed servers
     have taken their queued jobs (a tau-0 copy made as its original starts waits behind the job
     that the cancellation of the previous copy let in).
+
+    ``preempt`` (a rescue): making a copy re-arms the same timer at + preempt; if the job is
+    still in service on its first pool then and its copy still queued, the copy takes the server
+    of the other pool that holds a job of that pool's own with the most work left
+    (``FcfsKind.preempt``). That job waits at the front with its work so far in ``held``
+    (``paused``); when it resumes, its ``service`` there is its whole work again (so server
+    time and cancellations count it all) and its timers restart (a rescue at + preempt, a
+    timer not yet fired at + tau). A rescue needs a copy: replicate only.
     Server time used on each pool is left in ``service`` (a cancelled copy's entry becomes
     what it used), so ``Outcomes.service`` holds the per-pool server time and ``work`` their sum.
 
@@ -207,6 +215,8 @@ class PoolsDispatch:
         self.act_policy = np.array([_POLICY_CODE[a.policy] for a in pools.actions], np.int64)
         self.act_tau = np.array([a.tau for a in pools.actions], float)  # (A, 2) by first pool
         self.act_front = np.array([a.queue == "front" for a in pools.actions], bool)
+        self.act_preempt = np.array([a.preempt for a in pools.actions], float)
+        self.rescues = bool(np.isfinite(self.act_preempt).any())
         self.p1 = self._pool1_given_info()  # (J + 1,) P(first = pool 1 | info)
         self.arrival_timer = pools.timer == "arrival"
         self.fresh = pools.restart == "fresh"
@@ -216,7 +226,8 @@ class PoolsDispatch:
         self.columns = (Column("ptype", (), np.int64), Column("info", (), np.int64), Column("size"),
                         Column("size2"), Column("u"), Column("first", (), np.int64),
                         Column("policy", (), np.int64), Column("tau"), Column("copied", (), bool, False),
-                        Column("front", (), bool, False))
+                        Column("front", (), bool, False), Column("preempt", (), float, np.inf),
+                        Column("held"), Column("paused", (), bool, False))
 
     def _pool1_given_info(self) -> np.ndarray:
         """P(first pool = pool 1) given the dispatcher's information (``Pools.pool1_given_info``)."""
@@ -270,6 +281,10 @@ class PoolsDispatch:
         jobs.policy[inst, slot] = policy
         jobs.tau[inst, slot] = tau
         jobs.front[inst, slot] = self.act_front[action]
+        if self.rescues:
+            jobs.preempt[inst, slot] = self.act_preempt[action]
+            jobs.held[inst, slot] = 0.0
+            jobs.paused[inst, slot] = False
         places = np.stack([first, np.full(inst.size, -1)], 1)
         if self.arrival_timer:  # tau = 0 from arrival: act on arrival
             now = tau == 0.0
@@ -292,13 +307,22 @@ class PoolsDispatch:
 
     # ------------------------------------------------------------------ hooks
     def started(self, eng, st, rows, jid, at, when) -> None:
-        """Service-start hook: arm the server's timer for a job on its first pool with a finite tau."""
+        """Service-start hook: arm the server's timer for a job on its first pool with a finite
+        tau not yet fired, or a rescue for a preempted job that resumes there."""
         if self.timers is None:
             return
         jobs, N = eng.jobs, self.N
         fk, n = np.divmod(at, N)
+        first = n == jobs.first.reshape(-1)[fk]
         tau = jobs.tau.reshape(-1)[fk]
-        arm = (n == jobs.first.reshape(-1)[fk]) & np.isfinite(tau) & ~jobs.copied.reshape(-1)[fk]
+        copied = jobs.copied.reshape(-1)[fk]
+        resumed = np.zeros(fk.size, bool)
+        if self.rescues:
+            resumed = first & jobs.paused.reshape(-1)[fk]
+            if resumed.any():  # its work there is whole again (its end is already set)
+                jobs.service.reshape(-1)[at[resumed]] += jobs.held.reshape(-1)[fk[resumed]]
+                jobs.paused.reshape(-1)[fk[resumed]] = False
+        arm = first & np.isfinite(tau) & (~copied | (resumed & np.isfinite(jobs.preempt.reshape(-1)[fk])))
         if not arm.any():
             return
         i = np.flatnonzero(arm)
@@ -307,13 +331,23 @@ class PoolsDispatch:
         srv = ((st.fcfs_job[r] == j[:, None]) & (timers.server_pool == n[i][:, None])).argmax(1)
         fire = (np.maximum(when[i], jobs.arrival_time.reshape(-1)[fk] + tau[i]) if self.arrival_timer
                 else when[i] + tau[i])
+        if self.rescues:
+            fire = np.where(copied[i], when[i] + jobs.preempt.reshape(-1)[fk], fire)
         st.next_event.reshape(-1)[r * eng.E + timers.offset + srv] = fire
         st.timer_owner.reshape(-1)[r * timers.slots + srv] = jobs.step.reshape(-1)[fk]
 
-    def fire(self, eng, st, inst, rows, jid, pool, when) -> None:
-        """Timers that fired for jobs ``jid`` in service on their first pool ``pool``."""
+    def fire(self, eng, st, inst, rows, jid, pool, when, srv) -> None:
+        """Timers that fired for jobs ``jid`` in service on their first pool ``pool`` (servers
+        ``srv``): a reroute, a copy, or the rescue of a job already copied."""
         jobs = eng.jobs
         fk = inst[rows] * jobs.capacity + jid
+        if self.rescues:
+            copied = jobs.copied.reshape(-1)[fk]
+            if copied.any():
+                i = np.flatnonzero(copied)
+                self._rescue(eng, st, inst, rows[i], jid[i], 1 - pool[i], when[i])
+                keep = np.flatnonzero(~copied)
+                rows, jid, pool, when, srv, fk = rows[keep], jid[keep], pool[keep], when[keep], srv[keep], fk[keep]
         policy = jobs.policy.reshape(-1)[fk]
         rer = np.flatnonzero(policy == REROUTE)
         if rer.size:
@@ -322,15 +356,51 @@ class PoolsDispatch:
         if rep.size:
             jobs.copied.reshape(-1)[fk[rep]] = True
         self.fcfs.arrive(eng, st, inst, rows, jid, 1 - pool, when, front=jobs.front.reshape(-1)[fk])
+        if self.rescues and rep.size:  # the same timer, again at + preempt
+            pre = jobs.preempt.reshape(-1)[fk[rep]]
+            arm = np.isfinite(pre)
+            st.next_event.reshape(-1)[rows[rep][arm] * eng.E + self.timers.offset + srv[rep][arm]] = \
+                when[rep][arm] + pre[arm]
+
+    def _rescue(self, eng, st, inst, rows, jid, other, when) -> None:
+        """Copies of jobs ``jid`` still queued at pools ``other`` take the server there whose
+        own job (first pool ``other``) has the most work left; that job pauses (``held``)."""
+        jobs, fcfs = eng.jobs, self.fcfs
+        K, S = jobs.capacity, fcfs.slots
+        held_by = st.fcfs_job[rows]  # (R, S) the job on each server, -1 idle
+        there = fcfs.slot_station[None, :] == other[:, None]
+        first = jobs.first.reshape(-1)[inst[rows][:, None] * K + np.maximum(held_by, 0)]
+        own = there & (held_by >= 0) & (first == other[:, None])
+        queued = ~((held_by == jid[:, None]) & there).any(1)
+        go = np.flatnonzero(queued & own.any(1))
+        if not go.size:
+            return
+        r = rows[go]
+        srv = np.where(own[go], st.next_event[r, fcfs.offset:fcfs.offset + S], -np.inf).argmax(1)
+        victim = held_by[go, srv]
+        vk = inst[r] * K + victim
+        total = jobs.service.reshape(-1)[vk * self.N + other[go]]
+        left = st.next_event.reshape(-1)[r * eng.E + fcfs.offset + srv] - when[go]
+        jobs.held.reshape(-1)[vk] = total - left
+        jobs.paused.reshape(-1)[vk] = True
+        fcfs.preempt(eng, st, inst, r, srv, jid[go], when[go])
 
     def _cancel(self, eng, st, inst, rows, jid, n, when) -> None:
-        """Cancel the copies at pools ``n``; what they used replaces their work in ``service``."""
+        """Cancel the copies at pools ``n``; what they used replaces their work in ``service``
+        (a paused job's ``held`` work included)."""
         jobs = eng.jobs
         K = jobs.capacity
-        before = st.cancelled_work.reshape(-1)[rows * K + jid]
+        sk, fk = rows * K + jid, inst[rows] * K + jid
+        before = st.cancelled_work.reshape(-1)[sk]
         eng.cancel(st, inst, rows, jid, n, when)
-        used = st.cancelled_work.reshape(-1)[rows * K + jid] - before
-        jobs.service.reshape(-1)[(inst[rows] * K + jid) * self.N + n] = used
+        if self.rescues:
+            paused = jobs.paused.reshape(-1)[fk] & (n == jobs.first.reshape(-1)[fk])
+            if paused.any():
+                st.cancelled_work.reshape(-1)[sk[paused]] += jobs.held.reshape(-1)[fk[paused]]
+                st.cancelled_started.reshape(-1)[sk[paused]] += 1
+                jobs.paused.reshape(-1)[fk[paused]] = False
+        used = st.cancelled_work.reshape(-1)[sk] - before
+        jobs.service.reshape(-1)[fk * self.N + n] = used
 
     def cancel_siblings(self, eng, st, inst, rows, jid, n, when) -> None:
         """The first copy to finish cancels the other one (replicated jobs only)."""
@@ -371,7 +441,7 @@ class PoolTimers:
         same = (jid >= 0) & (eng.jobs.step.reshape(-1)[inst[rows] * K + np.maximum(jid, 0)] == owner)
         if same.any():
             i = np.flatnonzero(same)
-            eng.routing.fire(eng, st, inst, rows[i], jid[i], self.server_pool[srv[i]], when[i])
+            eng.routing.fire(eng, st, inst, rows[i], jid[i], self.server_pool[srv[i]], when[i], srv[i])
         return self._none, self._none, self._none
 
     def waiting(self, st) -> np.ndarray:

@@ -4,16 +4,18 @@ rerouted or replicated after tau in service there.
 * ``ConstantAction``: one of the scenario's actions for every job, one rule per action (every
   constant action). With one server per pool, "pool i, replicate after 0 in service" is full
   replication in effect: a copy joins the other queue as soon as the job starts.
-* ``SignalledPool(policy, tau, by_type, queue)``: the job starts on the faster pool of its
+* ``SignalledPool(policy, tau, by_type, queue, preempt)``: the job starts on the faster pool of its
   signalled (or revealed) type, then reroutes or replicates after tau there (the copy to the
-  back or the front of the other queue): the threshold rule of the
-  literature, tuned over the (policy, tau, queue) the scenario's actions offer for both pools.
+  back or the front of the other queue, and a rescue that preempts after ``preempt``): the
+  threshold rule of the literature, tuned over the (policy, tau, queue, preempt) the
+  scenario's actions offer for both pools.
 
 Both are tuned in steady state on common random numbers (``tuning.ControlTuner``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -33,6 +35,7 @@ class SignalledPool:
     tau: float
     by_type: tuple[int, ...]
     queue: str = "back"
+    preempt: float = math.inf
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         info = obs[:, -len(self.by_type):].argmax(1)
@@ -41,7 +44,8 @@ class SignalledPool:
     def describe(self) -> str:
         if self.policy == "none":
             return "signalled pool"
-        return f"signalled pool, {self.policy} after {self.tau:g}" + (" to the front" if self.queue == "front" else "")
+        return (f"signalled pool, {self.policy} after {self.tau:g}" + (" to the front" if self.queue == "front" else "")
+                + (f", preempting after {self.preempt:g}" if math.isfinite(self.preempt) else ""))
 
     def guard_fields(self) -> dict:
         """The policy-section fields that make this rule a learned policy's default (a guard,
@@ -50,16 +54,16 @@ class SignalledPool:
 
 
 def signalled_rules(spec: NetworkSpec) -> list[SignalledPool]:
-    """One rule per (policy, tau, queue) the scenario's actions offer on both pools."""
+    """One rule per (policy, tau, queue, preempt) the scenario's actions offer on both pools."""
     pools = spec.pools
-    index = {(a.pool, a.policy, a.tau[a.pool] if a.pool >= 0 else a.tau[0], a.queue): i
+    index = {(a.pool, a.policy, a.tau[a.pool] if a.pool >= 0 else a.tau[0], a.queue, a.preempt): i
              for i, a in enumerate(pools.actions)}
     faster = [int(np.argmax([pools.speeds[0][j], pools.speeds[1][j]])) for j in range(pools.num_types)] + [0]
     rules = []
-    for policy, tau, queue in sorted({key[1:] for key in index}):
-        by_type = tuple(index.get((pool, policy, tau, queue), -1) for pool in faster)
+    for policy, tau, queue, preempt in sorted({key[1:] for key in index}):
+        by_type = tuple(index.get((pool, policy, tau, queue, preempt), -1) for pool in faster)
         if min(by_type) >= 0:
-            rules.append(SignalledPool(policy, tau, by_type, queue))
+            rules.append(SignalledPool(policy, tau, by_type, queue, preempt))
     return rules
 
 

@@ -144,6 +144,26 @@ class FcfsKind(StationGroup):
             _remove_queued(st, rows[i] * self.stations.size + self.local[n[i]], jid[i])
         return work, in_service
 
+    def preempt(self, eng: Engine, st: State, inst, rows, srv, jid, when) -> None:
+        """Servers ``srv`` stop their jobs, which rejoin the front of their queues with the work
+        they have left as their ``service`` there; jobs ``jid``, queued at the same stations,
+        take the servers (a dispatch rule's rescue). The stopped jobs' per-server timers are
+        disarmed: their rule re-arms them when they resume."""
+        K, n = eng.jobs.capacity, self.slot_station[srv]
+        flat = rows * self.slots + srv
+        victim = st.fcfs_job.reshape(-1)[flat]
+        events = st.next_event.reshape(-1)
+        base = rows * (eng.E - self.slots) + self.offset  # flat event index = row * E + offset + server
+        eng.jobs.service.reshape(-1)[(inst[rows] * K + victim) * eng.N + n] = events[base + flat] - when
+        for offset, name in self.aligned:
+            getattr(st, name).reshape(-1)[flat] = -1
+            events[base + offset - self.offset + flat] = np.inf
+        fq = rows * self.stations.size + (n if self.local_is_global else self.local[n])
+        _remove_queued(st, fq, jid)
+        self._push(st, fq, victim, at_front=True)
+        st.since.reshape(-1)[rows * K + victim] = when
+        self._start(eng, st, inst, rows, srv, jid, n, when)
+
     # ------------------------------------------------------------------ queues
     @staticmethod
     def _push(st: State, fq, jid, at_front: bool = False) -> None:

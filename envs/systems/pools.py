@@ -33,9 +33,9 @@ from envs.errors import SpecError, as_number, brief, check_keys, did_you_mean, n
 from envs.spec import _is_list
 from envs.systems.base import ControlSystem
 
-POOLS_KEYS = ("servers", "types", "size", "knowledge", "assign", "p_split", "policy", "tau", "queue", "restart",
-              "timer", "actions")
-POOL_ACTION_KEYS = ("pool", "policy", "tau", "queue")
+POOLS_KEYS = ("servers", "types", "size", "knowledge", "assign", "p_split", "policy", "tau", "queue", "preempt",
+              "restart", "timer", "actions")
+POOL_ACTION_KEYS = ("pool", "policy", "tau", "queue", "preempt")
 POOL_KNOWLEDGE = ("full", "none", "signal", "revealed")
 POOL_POLICIES = ("none", "reroute", "replicate")
 POOL_RESTARTS = ("same", "fresh")
@@ -50,12 +50,16 @@ class PoolAction:
     """One choice of the pools controller: the first pool (0, 1, or -1: the assignment rule),
     what happens after tau in service there (``policy``), tau per first pool, and where the
     copy or the rerouted job joins the other pool's queue (``queue``: back, as any arrival, or
-    front, next in line: it then waits at most for the jobs in service there)."""
+    front, next in line: it then waits at most for the jobs in service there), and ``preempt``:
+    a replicated job still in service on its first pool this long after its copy was made, with
+    the copy still queued, has the copy take a server of the other pool from a job of that
+    pool's own (which resumes first, its work so far kept): a rescue of a likely wrong signal."""
 
     pool: int
     policy: str
     tau: tuple[float, float]
     queue: str = "back"
+    preempt: float = math.inf
 
     @property
     def acts(self) -> bool:
@@ -68,13 +72,16 @@ class PoolAction:
         if not self.acts:
             return where
         t = f"{self.tau[0]:g}" if self.tau[0] == self.tau[1] else f"{self.tau[0]:g},{self.tau[1]:g}"
-        return f"{where}-{self.policy}@{t}" + ("-front" if self.queue == "front" else "")
+        return (f"{where}-{self.policy}@{t}" + ("-front" if self.queue == "front" else "")
+                + (f"-preempt@{self.preempt:g}" if math.isfinite(self.preempt) else ""))
 
     def to_dict(self) -> dict[str, Any]:
         out = {"pool": "auto" if self.pool < 0 else self.pool + 1, "policy": self.policy,
                "tau": [_tau_out(t) for t in self.tau]}
         if self.queue != "back":  # the key is new: older dicts (checkpoints) stay as they were
             out["queue"] = self.queue
+        if math.isfinite(self.preempt):
+            out["preempt"] = self.preempt
         return out
 
 
@@ -193,7 +200,23 @@ def _pool_action(raw: Any, field: str, default: PoolAction) -> PoolAction:
     if policy != "none" and "tau" not in raw and "policy" in raw and default.policy == "none":
         raise SpecError(field + ".tau", f"missing for policy {policy}", "give the time in service before acting")
     queue = _word(raw.get("queue", default.queue), field + ".queue", POOL_QUEUES)
-    return PoolAction(pool, policy, tau, queue)
+    if "preempt" in raw:
+        preempt = _preempt(raw["preempt"], field + ".preempt", policy)
+    else:  # the block's rescue, for the actions that make a copy
+        preempt = default.preempt if policy == "replicate" else math.inf
+    return PoolAction(pool, policy, tau, queue, preempt)
+
+
+def _preempt(raw: Any, field: str, policy: str) -> float:
+    """The rescue time of a replicated job's copy (``PoolAction.preempt``); inf: never."""
+    fix = "give a time >= 0 after the copy is made (.inf or 'inf' = never)"
+    value = as_number(raw, field, fix)
+    if not value >= 0:  # not >= also catches NaN
+        raise SpecError(field, f"must be >= 0, got {brief(raw)}", fix)
+    if math.isfinite(value) and policy != "replicate":
+        raise SpecError(field, f"only a copy preempts, and policy {policy} makes none",
+                        "use policy: replicate with a tau, or leave preempt out")
+    return value
 
 
 
@@ -350,7 +373,8 @@ class PoolsSystem(ControlSystem):
         restart = _word(raw.get("restart", "same"), "pools.restart", POOL_RESTARTS)
         timer = _word(raw.get("timer", "service"), "pools.timer", POOL_TIMERS)
         queue = _word(raw.get("queue", "back"), "pools.queue", POOL_QUEUES)
-        default = PoolAction(-1, policy, tau, queue)
+        preempt = _preempt(raw.get("preempt", math.inf), "pools.preempt", policy)
+        default = PoolAction(-1, policy, tau, queue, preempt)
         if "actions" in raw:
             acts = raw["actions"]
             if not _is_list(acts) or not acts:
@@ -360,6 +384,9 @@ class PoolsSystem(ControlSystem):
             actions = tuple(_pool_action(a, f"pools.actions[{i}]", default) for i, a in enumerate(acts))
         else:
             actions = (default,)
+        if timer == "arrival" and any(math.isfinite(a.preempt) for a in actions):
+            raise SpecError("pools.timer", "preempt counts from a copy made after tau in service, which timer: "
+                            "arrival does not always make", "use timer: service with preempt")
         names = [a.name for a in actions]
         if len(set(names)) != len(names):
             raise SpecError("pools.actions", f"repeated choices {names}", "list each (pool, policy, tau) once")

@@ -251,6 +251,38 @@ def test_a_copy_made_at_an_instant_queues_after_the_servers_freed_then_take_thei
     assert rows[2][:4] == (4.5, 1.0, 1, (1.0, 0.0))
 
 
+def test_a_rescue_preempts_the_other_pools_own_job_which_resumes_with_its_work_left():
+    # Pool 2 alone (action 0) and pool 1 with a front copy after 0 and a rescue after 1.5
+    # (action 1). B (X = 3, action 0) starts on pool 2 at 1 (needs 6). A (X = 4) starts on pool
+    # 1 at 2 (needs 4, to 6); its copy queues at pool 2's front, behind B. At 3.5 A is still in
+    # service and its copy still queued: the copy takes pool 2's server from B (2.5 of 6 done).
+    # A ends on pool 1 at 6 and its copy stops (2.5 used on pool 2); B resumes at 6 with 3.5
+    # left and leaves at 9.5, its whole 6 counted on pool 2 and its wait there 2.5.
+    spec = pools_spec(policy="replicate", tau=0.0, queue="front", preempt=1.5,
+                      actions=[{"pool": 2, "policy": "none"}, {"pool": 1}], **ONE_TYPE)
+    assert [a.name for a in spec.pools.actions] == ["pool2", "pool1-replicate@0-front-preempt@1.5"]
+    rows, seen, sim = trace(spec, [(3.0, 0), (4.0, 1)])
+    assert seen[1] == ([0, 1], [1, 1])  # at t = 3: A in service on pool 1, its copy queued on pool 2
+    assert rows[1][:4] == (6.0, 6.5, 2, (4.0, 2.5))
+    assert rows[0][:4] == (9.5, 6.0, 1, (0.0, 6.0)) and rows[0][4][1] == 2.5
+    assert sim.jobs_in_system().tolist() == [0] and sim.busy().tolist() == [[0, 0]]
+
+
+def test_a_paused_job_cancelled_in_its_queue_counts_the_work_it_did():
+    # Pool 1 has two servers. V (X = 3, action 0: pool 2, front copy, no rescue) starts on pool
+    # 2 at 1 (needs 6) and its copy on pool 1 (needs 3, to 4). A (X = 4, action 1: pool 1, front
+    # copy, rescue after 1) starts on pool 1's other server at 2 (to 6); its copy queues on pool
+    # 2. At 3 the copy takes pool 2 from V (2 done). At 4 V's copy ends on pool 1: V leaves, and
+    # its original, paused in pool 2's queue, is cancelled there with the 2 it did counted (and
+    # as a copy that began). At 6 A ends on pool 1, its copy stopped on pool 2 after 3.
+    spec = pools_spec(servers=(2, 1), policy="replicate", tau=0.0, queue="front",
+                      actions=[{"pool": 2}, {"pool": 1, "preempt": 1.0}], **ONE_TYPE)
+    rows, _, sim = trace(spec, [(3.0, 0), (4.0, 1)])
+    assert rows[0][:4] == (4.0, 5.0, 2, (3.0, 2.0))
+    assert rows[1][:4] == (6.0, 7.0, 2, (4.0, 3.0))
+    assert sim.jobs_in_system().tolist() == [0] and sim.busy().tolist() == [[0, 0]]
+
+
 def test_replicate_on_arrival_places_both_copies():
     # tau = 0 from arrival: a copy enters each queue on arrival; the first to finish wins.
     spec = pools_spec(policy="replicate", tau=0, timer="arrival", **ONE_TYPE)
@@ -345,31 +377,43 @@ def test_signal_equals_the_type_with_probability_q(stats):
     assert abs(same.mean() - 0.8) < stats.Z * math.sqrt(0.16 / 4000)
 
 
-def reference_signalled_copies(rate, queue, jobs, seed, q=0.8, warmup=1_000):
+def reference_signalled_copies(rate, queue, jobs, seed, q=0.8, warmup=1_000, preempt=math.inf):
     """An independent event simulation (heap and deques, written apart from the engine) of
     the pools scenario's servers under the signalled-pool rule: a job starts on the fast pool of
     its signalled type and, when its service starts there, a copy joins the other pool's queue
     at its back or front, after every server freed at that instant has taken its next job (an
     event at the same time, as the engine's timer); the first to finish cancels the other.
-    Mean response after warm-up."""
+    With a finite ``preempt``, a job still in service on its first pool ``preempt`` after its
+    copy was made, its copy still queued, has the copy take the other server from a job of that
+    pool's own, which waits at the front with the work it has left and, when it resumes, arms
+    its own rescue again. Mean response after warm-up."""
     import heapq
     import random
     from collections import deque
 
     rng, speed = random.Random(seed), UNBALANCED
-    queues, serving, version = [deque(), deque()], [None, None], [0, 0]
+    queues, serving, since, version = [deque(), deque()], [None, None], [0.0, 0.0], [0, 0]
     live, events, total, count, made = {}, [(rng.expovariate(rate), 0, -1, 0)], 0.0, 0, 0
+
+    def begin(p, now, jid):
+        version[p] += 1
+        serving[p], since[p] = jid, now
+        heapq.heappush(events, (now + live[jid]["work"][p], 1, p, version[p]))
+        job = live[jid]
+        if p == job["first"] and not job["copied"]:  # the copy: an event now, after this one
+            heapq.heappush(events, (now, 2, p, jid))
+        elif p == job["first"] and math.isfinite(preempt):  # resumed after a rescue took its server
+            arm(jid, now)
+
+    def arm(jid, now):
+        live[jid]["token"] += 1
+        heapq.heappush(events, (now + preempt, 3, live[jid]["token"], jid))
 
     def start(p, now):
         while serving[p] is None and queues[p]:
             jid = queues[p].popleft()
-            if jid not in live:
-                continue
-            version[p] += 1
-            serving[p] = jid
-            heapq.heappush(events, (now + live[jid]["work"][p], 1, p, version[p]))
-            if p == live[jid]["first"] and not live[jid]["copied"]:  # the copy: an event now, after this one
-                heapq.heappush(events, (now, 2, p, jid))
+            if jid in live:
+                begin(p, now, jid)
 
     while count < jobs:
         now, kind, p, v = heapq.heappop(events)
@@ -378,12 +422,26 @@ def reference_signalled_copies(rate, queue, jobs, seed, q=0.8, warmup=1_000):
                 live[v]["copied"] = True
                 (queues[1 - p].appendleft if queue == "front" else queues[1 - p].append)(v)
                 start(1 - p, now)
+                if math.isfinite(preempt):
+                    arm(v, now)
+        elif kind == 3:  # a rescue of job v (token p)
+            job = live.get(v)
+            if job is None or job["token"] != p or serving[job["first"]] != v:
+                continue
+            o = 1 - job["first"]
+            held = serving[o]
+            if held is not None and held != v and live[held]["first"] == o:
+                live[held]["work"][o] -= now - since[o]
+                live[held]["token"] += 1  # its own rescue waits until it resumes
+                queues[o].remove(v)
+                queues[o].appendleft(held)
+                begin(o, now, v)
         elif kind == 0:
             heapq.heappush(events, (now + rng.expovariate(rate), 0, -1, 0))
             ptype = int(rng.random() < 0.5)
             signal = ptype if rng.random() < q else 1 - ptype
             x = rng.expovariate(1.0)
-            live[made] = {"arrival": now, "first": signal, "copied": False,
+            live[made] = {"arrival": now, "first": signal, "copied": False, "token": 0,
                           "work": [x / speed[0][ptype], x / speed[1][ptype]]}
             queues[signal].append(made)
             made += 1
@@ -403,22 +461,46 @@ def reference_signalled_copies(rate, queue, jobs, seed, q=0.8, warmup=1_000):
     return total / count
 
 
+def signalled_pool(obs: np.ndarray) -> np.ndarray:
+    """Action 0 (pool 1) for type information 0, action 1 (pool 2) for 1: the signalled pool."""
+    return obs[:, -3:-1].argmax(1)
+
+
+def signalled_means(stats, rate, B, steps, warmup, **variants) -> dict:
+    """Per-instance mean response of the signalled-pool rule with a copy after 0, for each
+    ``name=pools-block-keys`` variant, on the same draws (seed 3)."""
+    means = {}
+    for name, keys in variants.items():
+        spec = pools_spec(rate=rate, knowledge={"signal": 0.8}, policy="replicate", tau=0.0,
+                          actions=[{"pool": 1}, {"pool": 2}], **keys)
+        done, _ = collect(Driver(spec, B, seed=3), signalled_pool, steps, warmup)
+        means[name] = stats.per_instance_mean(done, done.sojourn, B)
+    return means
+
+
+def assert_matches_and_saves(stats, engine, runs, gain, what):
+    """The engine's instances against the reference's runs (Z standard errors), and ``gain``
+    (per instance, same draws) positive by more than 3 standard errors."""
+    diff = engine.mean() - runs.mean()
+    se = math.hypot(engine.std(ddof=1) / math.sqrt(engine.size), runs.std(ddof=1) / math.sqrt(runs.size))
+    assert abs(diff) < stats.Z * se, f"engine {engine.mean():.4f}, reference {runs.mean():.4f}, se {se:.4f}"
+    assert gain.mean() > 3 * gain.std(ddof=1) / math.sqrt(gain.size), f"{what} saves {gain.mean():.4f}"
+
+
 def test_front_copies_match_an_independent_simulation_and_beat_back_ones(stats):
     # The scenario's servers at rate 0.5 under the signalled-pool rule (one copy at the start of
     # service): the engine against reference_signalled_copies (8 runs of 10,000 jobs), and
     # front copies against back ones in the engine (about 1.99 and 2.19 here).
-    rate = 0.5
-    signalled = lambda obs: obs[:, -3:-1].argmax(1)  # noqa: E731  (type information 0 -> pool 1, 1 -> pool 2)
-    means = {}
-    for queue in ("back", "front"):
-        spec = pools_spec(rate=rate, knowledge={"signal": 0.8}, policy="replicate", tau=0.0, queue=queue,
-                          actions=[{"pool": 1}, {"pool": 2}])
-        done, _ = collect(Driver(spec, 200, seed=3), signalled, 2000, 500)
-        means[queue] = stats.per_instance_mean(done, done.sojourn, 200)
-    engine = means["front"]
-    runs = np.array([reference_signalled_copies(rate, "front", 10_000, seed) for seed in range(8)])
-    diff = engine.mean() - runs.mean()
-    se = math.hypot(engine.std(ddof=1) / math.sqrt(engine.size), runs.std(ddof=1) / math.sqrt(runs.size))
-    assert abs(diff) < stats.Z * se, f"engine {engine.mean():.4f}, reference {runs.mean():.4f}, se {se:.4f}"
-    gain = means["back"] - means["front"]
-    assert gain.mean() > 3 * gain.std(ddof=1) / math.sqrt(gain.size), f"front saves {gain.mean():.4f}"
+    means = signalled_means(stats, 0.5, 200, 2000, 500, back={"queue": "back"}, front={"queue": "front"})
+    runs = np.array([reference_signalled_copies(0.5, "front", 10_000, seed) for seed in range(8)])
+    assert_matches_and_saves(stats, means["front"], runs, means["back"] - means["front"], "front")
+
+
+def test_a_rescue_matches_an_independent_simulation_and_beats_front_copies_alone(stats):
+    # Rate 0.8, front copies alone and with a rescue after 2 (about 4.5 and 3.5 here,
+    # docs/systems/pools.md): the rescue against reference_signalled_copies (8 runs of 10,000
+    # jobs), and against the copies alone on the same draws.
+    means = signalled_means(stats, 0.8, 100, 1200, 300, front={"queue": "front"},
+                            rescue={"queue": "front", "preempt": 2.0})
+    runs = np.array([reference_signalled_copies(0.8, "front", 10_000, seed, preempt=2.0) for seed in range(8)])
+    assert_matches_and_saves(stats, means["rescue"], runs, means["front"] - means["rescue"], "the rescue")

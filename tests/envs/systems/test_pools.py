@@ -138,6 +138,16 @@ def test_pools_block_becomes_two_fcfs_stations_and_actions():
     assert back.pools == pools and back.actions == spec.actions
 
 
+def test_a_rescue_is_named_kept_through_to_dict_and_dropped_by_actions_that_make_no_copy():
+    cfg = {"servers": [1, 1], "types": [{"p": 0.5, "speeds": [1, 0.1]}, {"p": 0.5, "speeds": [0.1, 1]}],
+           "policy": "replicate", "tau": 0.0, "queue": "front", "preempt": 2,
+           "actions": [{"pool": 1}, {"pool": 2, "preempt": "inf"}, {"pool": 1, "policy": "none"}]}
+    spec = NetworkSpec.from_dict({"arrival": {"dist": "exponential", "rate": 0.5}, "pools": cfg})
+    assert list(spec.actions) == ["pool1-replicate@0-front-preempt@2", "pool2-replicate@0-front", "pool1"]
+    back = NetworkSpec.from_dict(spec.to_dict())
+    assert back.pools == spec.pools and back.actions == spec.actions
+
+
 @pytest.mark.parametrize("block, field, words", [
     ({"types": [{"p": 0.5, "speeds": [1, -1]}, {"p": 0.5, "speeds": [1, 1]}]}, "pools.types[0].speeds[1]", "> 0"),
     ({"types": [{"p": 0.5, "speeds": [1, 1]}, {"p": 0.6, "speeds": [1, 1]}]}, "pools.types", "sum to 1.1"),
@@ -155,6 +165,10 @@ def test_pools_block_becomes_two_fcfs_stations_and_actions():
     ({"queue": "head"}, "pools.queue", "back, front"),
     ({"actions": [{"pool": 1, "policy": "replicate", "tau": 0, "queue": "first"}]}, "pools.actions[0].queue",
      "did you mean 'front'"),
+    ({"policy": "replicate", "tau": 0, "preempt": -1}, "pools.preempt", ">= 0"),
+    ({"policy": "reroute", "tau": 6, "preempt": 2}, "pools.preempt", "only a copy preempts"),
+    ({"actions": [{"pool": 1, "policy": "none", "preempt": 2}]}, "pools.actions[0].preempt", "policy: replicate"),
+    ({"policy": "replicate", "tau": 0, "preempt": 2, "timer": "arrival"}, "pools.timer", "timer: service"),
 ])
 def test_bad_pools_blocks_name_the_field_and_the_fix(block, field, words):
     cfg = {"servers": [1, 1], "types": [{"p": 0.5, "speeds": [1, 0.1]}, {"p": 0.5, "speeds": [0.1, 1]}]}
