@@ -15,7 +15,7 @@ from envs.systems import BLOCKS, KINDS, SYSTEMS, Headline, System, system_class,
 EXPECTED = {"acyclic": "network", "paper_acyclic": "network", "paper_tandem": "network", "tandem": "network",
             "mmc_c1": "network", "mmc_c3": "network", "mmc_c5_overload": "network",
             "cell_5g": "cell", "cell_erlang": "cell", "cell_guard": "cell", "cell_multirate": "cell",
-            "cell_small": "cell", "redundancy_ps": "redundancy", "pools": "pools"}
+            "cell_small": "cell", "redundancy_ps": "redundancy", "pools": "pools", "pools_rescue": "pools"}
 CONTROL_WORDS = ("reject", "violation", "lam", "accept")  # admission words a control system never says
 
 
