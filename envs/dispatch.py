@@ -187,9 +187,10 @@ class PoolsDispatch:
     still in service on its first pool then and its copy still queued, the copy takes the server
     of the other pool that holds a job of that pool's own with the most work left
     (``FcfsKind.preempt``). That job waits at the front with its work so far in ``held``
-    (``paused``); when it resumes, its ``service`` there is its whole work again (so server
-    time and cancellations count it all) and its timers restart (a rescue at + preempt, a
-    timer not yet fired at + tau). A rescue needs a copy: replicate only.
+    (``paused``, since ``paused_at``; its wait there so far in ``waited``); when it resumes,
+    its ``service`` there is its whole work again (so server time and cancellations count it
+    all), its wait there and ``wait_sum`` add the pause, and its timers restart (a rescue at
+    + preempt, a timer not yet fired at + tau). A rescue needs a copy: replicate only.
     Server time used on each pool is left in ``service`` (a cancelled copy's entry becomes
     what it used), so ``Outcomes.service`` holds the per-pool server time and ``work`` their sum.
 
@@ -227,7 +228,7 @@ class PoolsDispatch:
                         Column("size2"), Column("u"), Column("first", (), np.int64),
                         Column("policy", (), np.int64), Column("tau"), Column("copied", (), bool, False),
                         Column("front", (), bool, False), Column("preempt", (), float, np.inf),
-                        Column("held"), Column("paused", (), bool, False))
+                        Column("held"), Column("paused", (), bool, False), Column("paused_at"), Column("waited"))
 
     def _pool1_given_info(self) -> np.ndarray:
         """P(first pool = pool 1) given the dispatcher's information (``Pools.pool1_given_info``)."""
@@ -319,9 +320,14 @@ class PoolsDispatch:
         resumed = np.zeros(fk.size, bool)
         if self.rescues:
             resumed = first & jobs.paused.reshape(-1)[fk]
-            if resumed.any():  # its work there is whole again (its end is already set)
-                jobs.service.reshape(-1)[at[resumed]] += jobs.held.reshape(-1)[fk[resumed]]
-                jobs.paused.reshape(-1)[fk[resumed]] = False
+            if resumed.any():  # its work there is whole again (its end is already set); it waited since the pause
+                i = np.flatnonzero(resumed)
+                jobs.service.reshape(-1)[at[i]] += jobs.held.reshape(-1)[fk[i]]
+                jobs.paused.reshape(-1)[fk[i]] = False
+                sk = rows[i] * jobs.capacity + jid[i]
+                paused = when[i] - jobs.paused_at.reshape(-1)[fk[i]]
+                st.wait_sum.reshape(-1)[sk] += paused - (when[i] - st.since.reshape(-1)[sk])
+                jobs.wait.reshape(-1)[at[i]] = jobs.waited.reshape(-1)[fk[i]] + paused
         arm = first & np.isfinite(tau) & (~copied | (resumed & np.isfinite(jobs.preempt.reshape(-1)[fk])))
         if not arm.any():
             return
@@ -383,6 +389,8 @@ class PoolsDispatch:
         left = st.next_event.reshape(-1)[r * eng.E + fcfs.offset + srv] - when[go]
         jobs.held.reshape(-1)[vk] = total - left
         jobs.paused.reshape(-1)[vk] = True
+        jobs.paused_at.reshape(-1)[vk] = when[go]
+        jobs.waited.reshape(-1)[vk] = jobs.wait.reshape(-1)[vk * self.N + other[go]]
         fcfs.preempt(eng, st, inst, r, srv, jid[go], when[go])
 
     def _cancel(self, eng, st, inst, rows, jid, n, when) -> None:

@@ -148,7 +148,9 @@ class FcfsKind(StationGroup):
         """Servers ``srv`` stop their jobs, which rejoin the front of their queues with the work
         they have left as their ``service`` there; jobs ``jid``, queued at the same stations,
         take the servers (a dispatch rule's rescue). The stopped jobs' per-server timers are
-        disarmed: their rule re-arms them when they resume."""
+        disarmed: their rule re-arms them when they resume. Their queue clocks (``since``) are
+        left as they are (a copy of theirs may be waiting at another station on the same clock):
+        the rule accounts for the time they wait from now."""
         K, n = eng.jobs.capacity, self.slot_station[srv]
         flat = rows * self.slots + srv
         victim = st.fcfs_job.reshape(-1)[flat]
@@ -161,7 +163,6 @@ class FcfsKind(StationGroup):
         fq = rows * self.stations.size + (n if self.local_is_global else self.local[n])
         _remove_queued(st, fq, jid)
         self._push(st, fq, victim, at_front=True)
-        st.since.reshape(-1)[rows * K + victim] = when
         self._start(eng, st, inst, rows, srv, jid, n, when)
 
     # ------------------------------------------------------------------ queues

@@ -215,7 +215,7 @@ def _preempt(raw: Any, field: str, policy: str) -> float:
         raise SpecError(field, f"must be >= 0, got {brief(raw)}", fix)
     if math.isfinite(value) and policy != "replicate":
         raise SpecError(field, f"only a copy preempts, and policy {policy} makes none",
-                        "use policy: replicate with a tau, or leave preempt out")
+                        "use policy: replicate with a tau, or leave preempt out (or give it on the replicate actions)")
     return value
 
 
@@ -389,7 +389,7 @@ class PoolsSystem(ControlSystem):
                             "arrival does not always make", "use timer: service with preempt")
         names = [a.name for a in actions]
         if len(set(names)) != len(names):
-            raise SpecError("pools.actions", f"repeated choices {names}", "list each (pool, policy, tau) once")
+            raise SpecError("pools.actions", f"repeated choices {names}", "list each (pool, policy, tau, queue, preempt) once")
         spec_p = Pools((int(servers[0]), int(servers[1])), tuple(p),
                        (tuple(s[0] for s in speeds), tuple(s[1] for s in speeds)), size, know, q, f, assign, p_split,
                        restart, timer, actions)

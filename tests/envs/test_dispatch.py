@@ -283,6 +283,29 @@ def test_a_paused_job_cancelled_in_its_queue_counts_the_work_it_did():
     assert sim.jobs_in_system().tolist() == [0] and sim.busy().tolist() == [[0, 0]]
 
 
+def test_a_paused_job_adds_its_pause_to_its_waits_and_leaves_its_copys_wait_alone():
+    # Pool 2 alone (action 0) and pool 1 with a front copy and a rescue after 1 (action 1).
+    # B (X = 1) runs on pool 2 from 1 to 3; C (X = 2) waits there from 2 to 3 and starts; A (X =
+    # 5) starts on pool 1 at 3 and at 4 its copy stops C (1 of 4 done). A ends at 8, C resumes
+    # and leaves at 11: it waited 1 + 4 on pool 2 (its sojourn 9 = 5 + 4).
+    spec = pools_spec(policy="replicate", tau=0.0, queue="front", preempt=1.0,
+                      actions=[{"pool": 2, "policy": "none"}, {"pool": 1}], **ONE_TYPE)
+    rows, _, _ = trace(spec, [(1.0, 0), (2.0, 0), (5.0, 1)])
+    assert rows[1][:4] == (11.0, 4.0, 1, (0.0, 4.0)) and rows[1][4][1] == 5.0
+    assert rows[2][:4] == (8.0, 5.0 + 4.0, 2, (5.0, 4.0))
+    # V (X = 2.8, action 0: pool 2, a front copy after 1.5) starts on pool 2 at 1 (needs 5.6); its
+    # copy queues on pool 1 at 2.5, behind A (X = 5, action 1, from 2 to 7). At 4 A's copy stops
+    # V (3 done). At 7 pool 1 takes V's copy (it waited 4.5 since 2.5) and V resumes on pool 2
+    # (waited 3 since 4) and leaves at 9.6; the copy used 2.6.
+    spec = pools_spec(policy="replicate", tau=0.0, queue="front",
+                      actions=[{"pool": 2, "tau": 1.5}, {"pool": 1, "preempt": 2.0}], **ONE_TYPE)
+    rows, _, _ = trace(spec, [(2.8, 0), (5.0, 1)])
+    assert rows[0][0] == pytest.approx(9.6) and rows[0][2] == 2
+    assert rows[0][1] == pytest.approx(8.2) and rows[0][3] == pytest.approx((2.6, 5.6))
+    assert rows[0][4] == pytest.approx((4.5, 3.0))
+    assert rows[1][:4] == (7.0, 8.0, 2, (5.0, 3.0)) and rows[1][4] == (0.0, 2.0)
+
+
 def test_replicate_on_arrival_places_both_copies():
     # tau = 0 from arrival: a copy enters each queue on arrival; the first to finish wins.
     spec = pools_spec(policy="replicate", tau=0, timer="arrival", **ONE_TYPE)
