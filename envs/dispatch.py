@@ -385,13 +385,12 @@ class PoolsDispatch:
         srv = np.where(own[go], st.next_event[r, fcfs.offset:fcfs.offset + S], -np.inf).argmax(1)
         victim = held_by[go, srv]
         vk = inst[r] * K + victim
-        total = jobs.service.reshape(-1)[vk * self.N + other[go]]
-        left = st.next_event.reshape(-1)[r * eng.E + fcfs.offset + srv] - when[go]
-        jobs.held.reshape(-1)[vk] = total - left
+        at = vk * self.N + other[go]
+        total = jobs.service.reshape(-1)[at]
         jobs.paused.reshape(-1)[vk] = True
         jobs.paused_at.reshape(-1)[vk] = when[go]
-        jobs.waited.reshape(-1)[vk] = jobs.wait.reshape(-1)[vk * self.N + other[go]]
-        fcfs.preempt(eng, st, inst, r, srv, jid[go], when[go])
+        jobs.waited.reshape(-1)[vk] = jobs.wait.reshape(-1)[at]
+        jobs.held.reshape(-1)[vk] = total - fcfs.preempt(eng, st, inst, r, srv, jid[go], when[go])
 
     def _cancel(self, eng, st, inst, rows, jid, n, when) -> None:
         """Cancel the copies at pools ``n``; what they used replaces their work in ``service``

@@ -144,19 +144,20 @@ class FcfsKind(StationGroup):
             _remove_queued(st, rows[i] * self.stations.size + self.local[n[i]], jid[i])
         return work, in_service
 
-    def preempt(self, eng: Engine, st: State, inst, rows, srv, jid, when) -> None:
+    def preempt(self, eng: Engine, st: State, inst, rows, srv, jid, when) -> np.ndarray:
         """Servers ``srv`` stop their jobs, which rejoin the front of their queues with the work
         they have left as their ``service`` there; jobs ``jid``, queued at the same stations,
         take the servers (a dispatch rule's rescue). The stopped jobs' per-server timers are
         disarmed: their rule re-arms them when they resume. Their queue clocks (``since``) are
         left as they are (a copy of theirs may be waiting at another station on the same clock):
-        the rule accounts for the time they wait from now."""
+        the rule accounts for the time they wait from now. Returns the work they have left."""
         K, n = eng.jobs.capacity, self.slot_station[srv]
         flat = rows * self.slots + srv
         victim = st.fcfs_job.reshape(-1)[flat]
         events = st.next_event.reshape(-1)
         base = rows * (eng.E - self.slots) + self.offset  # flat event index = row * E + offset + server
-        eng.jobs.service.reshape(-1)[(inst[rows] * K + victim) * eng.N + n] = events[base + flat] - when
+        left = events[base + flat] - when
+        eng.jobs.service.reshape(-1)[(inst[rows] * K + victim) * eng.N + n] = left
         for offset, name in self.aligned:
             getattr(st, name).reshape(-1)[flat] = -1
             events[base + offset - self.offset + flat] = np.inf
@@ -164,6 +165,7 @@ class FcfsKind(StationGroup):
         _remove_queued(st, fq, jid)
         self._push(st, fq, victim, at_front=True)
         self._start(eng, st, inst, rows, srv, jid, n, when)
+        return left
 
     # ------------------------------------------------------------------ queues
     @staticmethod
