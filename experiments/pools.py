@@ -16,9 +16,10 @@
     by default (the model's case, where the formula overstates replication).
 (c) Mean response time against tau for reroute and replicate at 80% of each policy's
     bound (the measured one where (b) ran, else the formula's); PNG in results/pools/.
-(d) Where the best rule could be improved: the scenario ``pools`` at ``--label-loads`` of
-    the study's reference rate under the signalled-pool rule with a front copy after 0 (the
-    best rule of the shipped study), every action labelled by rollouts on common random
+(d) Where the best rule could be improved: the scenario ``--label-scenario`` (``pools``) at
+    ``--label-loads`` of the study's reference rate under the signalled-pool rule with a front
+    copy after 0 and a rescue after ``--label-preempt`` (none; the best rule of the shipped
+    study; 2 is the best on ``pools_rescue``), every action labelled by rollouts on common random
     numbers (drl_ac.learning.lookahead.labels_by_state) and grouped by state (jobs waiting
     and busy servers per pool, capped at 3, and the signal): per frequent state, the action
     with the lowest mean label against the rule's (0) and its standard error.
@@ -252,8 +253,14 @@ def labels_table(args) -> list[dict]:
 
     rows = []
     for load in args.label_loads:
-        spec = at_load(load_spec("pools"), load)
-        rule = next(r for r in signalled_rules(spec) if (r.policy, r.tau, r.queue) == ("replicate", 0.0, "front"))
+        spec = at_load(load_spec(args.label_scenario), load)
+        wanted = ("replicate", 0.0, "front", args.label_preempt)
+        rules = {(r.policy, r.tau, r.queue, r.preempt): r for r in signalled_rules(spec)}
+        if wanted not in rules:
+            offered = sorted({key[3] for key in rules if key[:3] == wanted[:3]})
+            raise SystemExit(f"--label-preempt {args.label_preempt:g}: {args.label_scenario} offers no front copy "
+                             f"with that rescue. Fix: one of {', '.join(f'{t:g}' for t in offered)}.")
+        rule = rules[wanted]
         driver = Driver(spec, args.label_instances, seed=args.seed)
         for _ in range(args.label_warmup):
             driver.step(rule(driver.observe()))
@@ -262,7 +269,7 @@ def labels_table(args) -> list[dict]:
             lowest = int(np.argmin(c["mean"]))
             state = c["state"]
             row = {"load": load, "waiting": state[:2], "busy": state[2:4], "signal": int(np.argmax(state[4:])),
-                   "count": c["count"], "lowest": spec.actions[lowest], "label": c["mean"][lowest],
+                   "count": c["count"], "rule": rule.describe(), "lowest": spec.actions[lowest], "label": c["mean"][lowest],
                    "se": c["se"][lowest]}
             rows.append(row)
             print(f"(d) load {load}: waiting {row['waiting']} busy {row['busy']} signal {row['signal']} "
@@ -291,6 +298,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--tau-range", type=float, nargs=2, default=[0.05, 20.0])
     p.add_argument("--curve-steps", type=int, default=3000, help="arrivals per instance per point in (c)")
     p.add_argument("--label-loads", type=float, nargs="+", default=[0.8, 0.95], help="(d) loads of the study's rate")
+    p.add_argument("--label-scenario", choices=["pools", "pools_rescue"], default="pools", help="(d) scenario")
+    p.add_argument("--label-preempt", type=float, default=math.inf, help="(d) the rule's rescue time")
     p.add_argument("--label-instances", type=int, default=256, help="instances in (d)")
     p.add_argument("--label-warmup", type=int, default=3000, help="rule decisions before the first labels in (d)")
     p.add_argument("--label-horizon", type=int, default=100, help="decisions per rollout in (d)")

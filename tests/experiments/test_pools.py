@@ -28,3 +28,16 @@ def test_the_control_study_is_the_documented_preset(experiment):
     text = script.__doc__.split("The same as:", 1)[1].split("\n\n")[1]
     assert script.PRESET.command() == " ".join(shlex.split(text.replace("\\\n", " ")))
     assert script.PRESET.loads == (0.5, 0.8, 0.95) and script.PRESET.scenario == "pools"
+
+
+def test_labels_follow_the_rescue_rule_on_pools_rescue(experiment, tmp_path):
+    pools = experiment("pools")
+    argv = ["--only", "labels", "--quick", "--label-scenario", "pools_rescue", "--out", str(tmp_path)]
+    rows = pools.main([*argv, "--label-preempt", "2"])["labels"]
+    assert rows and all(r["rule"].endswith("preempting after 2") and r["label"] <= 0.0 for r in rows)
+    try:
+        pools.main([*argv, "--label-preempt", "3"])
+    except SystemExit as err:
+        assert "--label-preempt 3" in str(err) and "one of 1, 2, 4, inf" in str(err)
+    else:
+        raise AssertionError("a rescue time the scenario does not offer was accepted")
