@@ -28,5 +28,15 @@ def tune(spec: NetworkSpec, seed: int = 777, progress: Callable[[str], None] | N
     return TUNERS[spec.system.name](spec, seed=seed, progress=progress, **options)
 
 
-__all__ = ["TUNERS", "ControlTuner", "Tuner", "TuningResult", "cell", "network", "pools", "redundancy",
-           "tune"]
+CHAINS: dict[str, int] = {"cell": cell.CHAINS}
+"""Systems whose tuner splits its families into independent chains (its ``chain`` option):
+``tune(spec, chain=i)`` for each i gives, merged in order, what ``tune(spec)`` gives."""
+
+
+def chains(spec: NetworkSpec) -> int:
+    """How many processes can tune ``spec``'s rules at once (``CHAINS``; else 1)."""
+    return CHAINS.get(spec.system.name, 1)
+
+
+__all__ = ["CHAINS", "TUNERS", "ControlTuner", "Tuner", "TuningResult", "cell", "network", "pools", "redundancy",
+           "chains", "tune"]

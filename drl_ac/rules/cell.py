@@ -321,22 +321,36 @@ def tune_phase_thresholds(spec: NetworkSpec, base: tuple[int, ...], bins: int = 
     return tuner.result(min(candidates, key=lambda rule: tuner(rule)["blocking"]))
 
 
+CHAINS = 2
+"""Independent chains of the tuned families (``tuned_cell_rules``'s ``chain``): accept-all, the
+PRB threshold, the per-type table from it and the per-phase table from that; the guard channel
+and the fractional guard from it. Each family starts from the one before it in its chain, so
+two processes can tune the two chains at once (``drl_ac.study.BackgroundRules``), with the
+same rules as one process."""
+
+
 def tuned_cell_rules(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_envs: int = 400,
                      measure: str = "dropping", bins: int = 24, progress: Callable[[str], None] | None = None,
-                     max_arrivals: int | None = None) -> dict[str, TuningResult]:
+                     max_arrivals: int | None = None, chain: int | None = None) -> dict[str, TuningResult]:
     """Every cell rule tuned for ``spec`` (``progress`` is told of every evaluation); the
     per-phase table only with a periodic arrival profile (4 x ``arrivals`` per evaluation).
     ``max_arrivals``: the most a feasibility check grows its sample to (``Tuner``'s; default
-    8 x ``arrivals``)."""
+    8 x ``arrivals``). ``chain``: only that one of the ``CHAINS`` (0: thresholds, 1: guards);
+    the families come in the order of the chains."""
+    if chain not in (None, *range(CHAINS)):
+        raise ValueError(f"chain must be None or one of 0..{CHAINS - 1}, got {chain!r}. Fix: 0 for the thresholds, "
+                         "1 for the guards, None for both.")
     run = {"arrivals": arrivals, "seed": seed, "num_envs": num_envs, "measure": measure, "progress": progress,
            "max_arrivals": max_arrivals}
-    lay = cell_layout(spec)
-    accept = _tuner(spec, **run).result(CellAcceptAll(lay))
-    prb, guard = tune_prb_threshold(spec, **run), tune_guard(spec, **run)
-    out = {"accept-all": accept, "PRB threshold": prb,
-           "per-type thresholds": tune_type_thresholds(spec, prb.rule.T, **run), "guard channel": guard,
-           "fractional guard channel": tune_fractional_guard(spec, free=spec.cell.prbs - guard.rule.g, **run)}
-    if spec.period is not None:
-        out["per-type thresholds per phase"] = tune_phase_thresholds(
-            spec, out["per-type thresholds"].rule.Ts, bins, 4 * arrivals, seed, num_envs, measure, progress)
+    out = {}
+    if chain in (None, 0):
+        out["accept-all"] = _tuner(spec, **run).result(CellAcceptAll(cell_layout(spec)))
+        out["PRB threshold"] = prb = tune_prb_threshold(spec, **run)
+        out["per-type thresholds"] = types = tune_type_thresholds(spec, prb.rule.T, **run)
+        if spec.period is not None:
+            out["per-type thresholds per phase"] = tune_phase_thresholds(
+                spec, types.rule.Ts, bins, 4 * arrivals, seed, num_envs, measure, progress)
+    if chain in (None, 1):
+        out["guard channel"] = guard = tune_guard(spec, **run)
+        out["fractional guard channel"] = tune_fractional_guard(spec, free=spec.cell.prbs - guard.rule.g, **run)
     return out

@@ -195,13 +195,15 @@ class RuleRows(NamedTuple):
 
 
 class BackgroundRules:
-    """``tune_rules`` (unless ``tuned`` is given) and ``measure_rules`` in a second process,
+    """``tune_rules`` (unless ``tuned`` is given) and ``measure_rules`` in second processes,
     started now: the rules and their measures do not depend on the policy, so on a machine
     with a spare core they are done while the learner trains, at no cost in wall time (the
-    same seed gives the same rules and figures as in this process). ``tuned`` returns the
-    rules as soon as they are tuned (a control policy's guard needs them), ``result`` the
-    rules and their rows. If the second process cannot run (a script read from standard input
-    cannot be re-imported by it), the work is done here. ``cancel`` stops it (Ctrl-C)."""
+    same seed gives the same rules and figures as in this process). A system whose families
+    form independent chains (``drl_ac.rules.chains``: a cell's thresholds and guards) gets a
+    process per chain, merged in the chains' order. ``tuned`` returns the rules as soon as they
+    are tuned (a control policy's guard needs them), ``result`` the rules and their rows. If a
+    second process cannot run (a script read from standard input cannot be re-imported by it),
+    the work is done here. ``cancel`` stops them (Ctrl-C)."""
 
     def __init__(self, spec: NetworkSpec, seed: int = 0, budget: str = "quick",
                  tuned: dict[str, TuningResult] | None = None):
@@ -212,17 +214,22 @@ class BackgroundRules:
         self._tuned: dict[str, TuningResult] | None = None
         self.started = time.perf_counter()
         context = multiprocessing.get_context("spawn")
-        self.receive, send = context.Pipe(duplex=False)
-        self.process = context.Process(target=_rules_into, args=(send, spec, seed, budget, tuned), daemon=True)
-        self.process.start()
-        send.close()  # only the child holds the sending end: its death reads as EOF here
+        chains = [None] if tuned is not None or rules.chains(spec) == 1 else list(range(rules.chains(spec)))
+        self.receive, self.processes = [], []
+        for chain in chains:
+            receive, send = context.Pipe(duplex=False)
+            process = context.Process(target=_rules_into, args=(send, spec, seed, budget, tuned, chain), daemon=True)
+            process.start()
+            send.close()  # only the child holds the sending end: its death reads as EOF here
+            self.receive.append(receive)
+            self.processes.append(process)
 
     def tuned(self, progress: Callable[[str], None] = lambda s: None) -> dict[str, TuningResult]:
         if self._tuned is None:
             try:
-                self._tuned = self.receive.recv()
+                self._tuned = {name: r for receive in self.receive for name, r in receive.recv().items()}
             except (EOFError, OSError):
-                progress("the second process could not tune the rules: tuning them here")
+                progress("a second process could not tune the rules: tuning them here")
                 self.cancel()
                 self._tuned = tune_rules(self.spec, self.seed, self.budget, progress) if self.given is None \
                     else self.given
@@ -231,32 +238,34 @@ class BackgroundRules:
     def result(self, progress: Callable[[str], None] = lambda s: None) -> RuleRows:
         tuned = self.tuned(progress)
         try:
-            rows = self.receive.recv()
+            rows = {name: row for receive in self.receive for name, row in receive.recv().items()}
         except (EOFError, OSError):
-            progress("the second process could not measure the rules: measuring them here")
+            progress("a second process could not measure the rules: measuring them here")
             return RuleRows(tuned, measure_rules(tuned, self.spec, self.seed, self.budget, progress))
         finally:
             self.cancel()
         what = "measured" if self.given is not None else "tuned and measured"
-        progress(f"{what} the rules of {self.spec.name} ({self.budget}) in a second process during training "
-                 f"({time.perf_counter() - self.started:.0f} s since its start)")
+        progress(f"{what} the rules of {self.spec.name} ({self.budget}) in {len(self.processes)} other process(es) "
+                 f"during training ({time.perf_counter() - self.started:.0f} s since their start)")
         for name, m in rows.items():
             progress(f"{name}: {table_cell(m, self.spec)}")
         return RuleRows(tuned, rows)
 
     def cancel(self) -> None:
-        self.process.terminate()
-        self.process.join()
-        self.receive.close()
+        for process, receive in zip(self.processes, self.receive, strict=True):
+            process.terminate()
+            process.join()
+            receive.close()
 
 
-def _rules_into(send: Any, spec: NetworkSpec, seed: int, budget: str, tuned: dict | None) -> None:
-    """The second process of ``BackgroundRules``: the rules, then their rows. It ignores Ctrl-C
-    (the training process decides, and stops it on its way out)."""
+def _rules_into(send: Any, spec: NetworkSpec, seed: int, budget: str, tuned: dict | None, chain: int | None) -> None:
+    """A second process of ``BackgroundRules``: the rules (of one chain), then their rows. It
+    ignores Ctrl-C (the training process decides, and stops it on its way out)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    tuned = tune_rules(spec, seed, budget) if tuned is None else tuned
+    if tuned is None:
+        tuned = tune_rules(spec, seed, budget) if chain is None else tune_rules(spec, seed, budget, chain=chain)
     send.send(tuned)
     send.send(measure_rules(tuned, spec, seed, budget))
     send.close()

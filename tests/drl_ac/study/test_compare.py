@@ -128,3 +128,25 @@ def test_background_rules_fall_back_to_this_process_when_the_second_cannot_start
     tuned = study.tune_rules(load_spec("mmc_c1"), 3, "smoke")
     here = f"{seen_rules(tuned)} {sorted(tuned)}"
     assert "tuning them here" in out.stdout and out.stdout.strip().endswith(here)
+
+
+def test_a_cells_rule_chains_tuned_in_two_processes_give_the_rules_of_one():
+    """A cell's thresholds and guards are independent chains of families: tuned in one
+    process each (``BackgroundRules``, two processes) they are the rules, in the order and
+    with the figures, that one process tunes; a chain that does not exist is refused."""
+    from drl_ac import rules
+
+    spec = load_spec("cell_small")  # no daily profile: no per-phase table (cell_5g's takes minutes here)
+    assert rules.chains(spec) == 2 and rules.chains(load_spec("mmc_c1")) == 1
+    tuned = study.tune_rules(spec, 3, "smoke")
+    assert list(tuned) == ["accept-all", "PRB threshold", "per-type thresholds", "guard channel",
+                           "fractional guard channel"]
+    background = study.BackgroundRules(spec, 3, "smoke")
+    there = background.result()
+    assert len(background.processes) == 2
+    assert list(there.tuned) == list(tuned) and list(there.rows) == list(tuned)
+    for name, r in tuned.items():
+        assert there.tuned[name].rule.describe() == r.rule.describe()
+        assert there.tuned[name].metrics["blocking"] == r.metrics["blocking"]
+    with pytest.raises(ValueError, match="chain must be None or one of 0..1"):
+        study.tune_rules(spec, 3, "smoke", chain=2)
