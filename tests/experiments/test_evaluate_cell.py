@@ -21,8 +21,8 @@ def test_cell_baselines_table():
         {"name": "b", "arrival": {"dist": "poisson", "rate": 1.0}, "session": {"dist": "exponential", "mean": 1.0},
          "prbs": 1}]}})
     rows, verdict = study.compare(CellAcceptAll(cell_layout(spec)), spec, seed=1, budget="smoke", arrivals=5000)
-    assert list(rows) == ["learned", "accept-all", "PRB threshold", "per-type thresholds", "guard channel",
-                          "fractional guard channel", "per-type thresholds per phase"]
+    assert list(rows) == ["learned", "accept-all", "PRB threshold", "per-type thresholds",
+                          "per-type thresholds per phase", "guard channel", "fractional guard channel"]
     assert all(len(r["blocking_by_type"]) == 2 and len(r["dropping_by_phase"]) == 24 for r in rows.values())
     assert rows["learned"]["dropping"] > spec.eps > rows["PRB threshold"]["dropping"]  # accept-all drops too much
     assert verdict.outcome == "worse" and not verdict.learned_feasible  # accept-all breaks the constraint
