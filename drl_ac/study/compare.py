@@ -214,7 +214,8 @@ class BackgroundRules:
         self._tuned: dict[str, TuningResult] | None = None
         self.started = time.perf_counter()
         context = multiprocessing.get_context("spawn")
-        chains = [None] if tuned is not None or rules.chains(spec) == 1 else list(range(rules.chains(spec)))
+        count = 1 if tuned is not None else rules.chains(spec)
+        chains = [None] if count == 1 else range(count)
         self.receive, self.processes = [], []
         for chain in chains:
             receive, send = context.Pipe(duplex=False)
@@ -265,7 +266,7 @@ def _rules_into(send: Any, spec: NetworkSpec, seed: int, budget: str, tuned: dic
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if tuned is None:
-        tuned = tune_rules(spec, seed, budget) if chain is None else tune_rules(spec, seed, budget, chain=chain)
+        tuned = tune_rules(spec, seed, budget, **({} if chain is None else {"chain": chain}))
     send.send(tuned)
     send.send(measure_rules(tuned, spec, seed, budget))
     send.close()
