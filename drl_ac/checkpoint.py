@@ -97,7 +97,76 @@ def _load_failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}{': ' + first[:160] if first else ''}"
 
 
+# Zip member attribute bit of a folder: torch's reader (miniz) hands back no bytes for a member
+# so marked, and the tensor it stores keeps whatever memory it got.
+_DIRECTORY_ATTRIBUTE = 0x10
+# What zipfile raises on a zip whose headers are damaged, besides failing checksums (OSError:
+# a seek to an offset that points outside the file).
+_ZIP_DAMAGE = (zipfile.BadZipFile, ValueError, EOFError, OverflowError, NotImplementedError, RuntimeError, OSError)
+# drl_ac's exports: what they are and the call that reads them (drl_ac.export).
+_EXPORTS = {PROGRAM_FILE: ("a torch.export program", "torch.export.load(path).module()"),
+            ONNX_FILE: ("an ONNX model", 'onnxruntime.InferenceSession(path) (README.md, "Python quickstart")')}
+
+
+def _damage(archive: zipfile.ZipFile) -> str | None:
+    """What is damaged in a zip written by torch.save, if anything. torch's reader checks no
+    checksum, so a changed byte would load as a changed weight: every member's CRC-32 is checked,
+    and the header fields that make torch read a member wrongly although its bytes are whole
+    (the folder bit; any compression, which torch never writes)."""
+    def member(name: str) -> str:  # without the archive's top folder (torch names it after the temporary file)
+        return name.partition("/")[2] or name
+
+    for info in archive.infolist():
+        if info.external_attr & _DIRECTORY_ATTRIBUTE or info.compress_type != zipfile.ZIP_STORED:
+            return f"the header of member {member(info.filename)} is damaged"
+    bad = archive.testzip()
+    return f"member {member(bad)} fails its checksum" if bad else None
+
+
+def _sound_members(path: Path) -> list[str] | None:
+    """The member names of the zip at ``path`` (None if it is not a zip), refused if damaged.
+    Files that are not zips are left to torch.load's own errors."""
+    try:
+        if not zipfile.is_zipfile(path):
+            return None
+        with zipfile.ZipFile(path) as archive:
+            damage, names = _damage(archive), archive.namelist()
+    except _ZIP_DAMAGE as exc:
+        damage, names = f"its zip headers are damaged: {exc}", []
+    if damage:
+        raise CheckpointError(f"{path}: damaged ({damage}), so it does not hold what was saved (a disk, copy "
+                              "or download changed its bytes). Fix: use the run's last good copy of the file "
+                              "(copy it again from where it came from) or retrain.")
+    return names
+
+
+def _first_byte(path: Path) -> bytes:
+    with path.open("rb") as f:
+        return f.read(1)
+
+
+def _export_error(path: Path, export: str, wants: str) -> CheckpointError:
+    kind, reader = _EXPORTS[export]
+    beside = path.parent / wants.split()[0]  # policy.pt, or checkpoint.pt to resume
+    fix = f"give {beside}, beside it" if beside.is_file() else f"give the {wants} that experiments/train.py wrote with it"
+    return CheckpointError(f"{path}: {kind} (an exported policy), not a {wants}; read it with {reader}. "
+                           f"Fix: {fix}.")
+
+
+def _check_archive(path: Path, wants: str) -> None:
+    """Refuse, before torch.load, what it would load wrongly (a damaged zip) or call corrupt
+    (drl_ac's exports)."""
+    names = _sound_members(path)
+    if names is None:
+        if path.suffix == ".onnx" and _first_byte(path) == b"\x08":  # an ONNX ModelProto opens with ir_version
+            raise _export_error(path, ONNX_FILE, wants)
+    elif any(name.endswith("/archive_format") for name in names):  # torch.export's archive marker
+        raise _export_error(path, PROGRAM_FILE, wants)
+
+
 def load_file(path: str | Path, expected: tuple[str, ...] = (POLICY_FORMAT, CHECKPOINT_FORMAT)) -> dict:
+    """The dict in a drl_ac ``policy.pt`` or ``checkpoint.pt`` whose format is in ``expected``,
+    checked whole (its checksums) before it is unpickled; a ``CheckpointError`` says why not."""
     path = Path(path)
     wants = "checkpoint.pt" if expected == (CHECKPOINT_FORMAT,) else "policy.pt or checkpoint.pt"
     if path.is_dir():
@@ -108,6 +177,7 @@ def load_file(path: str | Path, expected: tuple[str, ...] = (POLICY_FORMAT, CHEC
     if not path.is_file():
         raise CheckpointError(f"{path}: no such file. Fix: give the path of a {wants} "
                               "written by experiments/train.py.")
+    _check_archive(path, wants)
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, zipfile.BadZipFile, EOFError, RuntimeError, ValueError, KeyError,

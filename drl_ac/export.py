@@ -19,9 +19,12 @@ Files are written atomically: to a temporary file in the same folder, fsynced, t
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import logging
 import operator
 import os
+import shutil
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator
@@ -39,6 +42,9 @@ OUTPUT_NAME = "action"
 ONNX_OPSET = 18
 # Batch size of the tracing example: 0 and 1 are specialised by torch.export, 2 is not.
 _EXAMPLE_BATCH = 2
+# Free bytes below which a disk counts as full: a write that failed for want of space leaves
+# next to nothing (torch's writer says only that a write failed, not why).
+_FULL_BELOW = 1 << 20
 
 
 def _check_obs_dim(obs_dim: int) -> int:
@@ -98,8 +104,19 @@ def exported_program(module: nn.Module, obs_dim: int) -> torch.export.ExportedPr
         return torch.export.export(module, (example,), dynamic_shapes=_batch_dims())
 
 
+def _out_of_space(exc: BaseException, folder: Path) -> bool:
+    """Whether a write into ``folder`` failed for want of space: an OSError saying so, or torch's zip
+    writer failing ("[enforce fail at inline_container.cc:...]", which carries no errno) with the
+    disk left full. Asked before the temporary file is removed and gives its space back."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return (isinstance(exc, RuntimeError) and "inline_container" in str(exc)
+            and shutil.disk_usage(folder).free < _FULL_BELOW)
+
+
 def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
-    """``write(tmp)`` to a temporary file next to ``path``, fsync, then rename it over ``path``."""
+    """``write(tmp)`` to a temporary file next to ``path``, fsync, then rename it over ``path``;
+    on failure the temporary file is removed and ``path`` keeps its earlier content."""
     path.parent.mkdir(parents=True, exist_ok=True)
     # Same suffix as the target: torch.export.save warns about any other.
     fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp" + path.suffix, dir=path.parent)
@@ -111,8 +128,13 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
+        full = _out_of_space(exc, path.parent)
         tmp.unlink(missing_ok=True)
+        if full:
+            raise OSError(errno.ENOSPC, f"{path}: not written, the disk is full (the earlier {path.name} there, "
+                          "if any, is intact). Fix: free space on that disk, or write to another one, and "
+                          "save again.") from None
         raise
     return path
 
@@ -125,7 +147,11 @@ def export_program(module: nn.Module, obs_dim: int, path: str | Path) -> Path:
     """
     path = _check_suffix(path, ".pt2")
     program = exported_program(module, obs_dim)
-    return write_atomic(path, lambda tmp: torch.export.save(program, tmp))
+    # In memory first: torch's archive writer, when the disk fills under it, fails again as it is
+    # freed and aborts the whole process; a plain write of the bytes fails cleanly.
+    buffer = io.BytesIO()
+    torch.export.save(program, buffer)
+    return write_atomic(path, lambda tmp: tmp.write_bytes(buffer.getvalue()))
 
 
 class _DropTorchvisionNotice(logging.Filter):

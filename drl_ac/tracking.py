@@ -82,6 +82,11 @@ class RunningStats:
         self.counts = {k: float(state.get(k, 0.0)) for k in self.KEYS}
 
 
+class TrackingError(ValueError):
+    """W&B cannot start as configured (no key, a bad key, no server): a setting to change, so
+    command lines report it like their other usage errors, in one line."""
+
+
 class WandbLogger:
     """Logs dictionaries to W&B; a no-op when disabled.
 
@@ -105,8 +110,13 @@ class WandbLogger:
         except ImportError as exc:  # pragma: no cover - wandb is a dependency
             raise RuntimeError("--wandb needs the wandb package. Fix: pip install wandb") from exc
         mode = os.environ.get("WANDB_MODE") or ("online" if has_wandb_credentials() else "offline")
-        self.run = wandb.init(project=project, group=group, name=name, config=config, mode=mode,
-                              dir=str(directory) if directory else None, reinit="finish_previous")
+        try:
+            self.run = wandb.init(project=project, group=group, name=name, config=config, mode=mode,
+                                  dir=str(directory) if directory else None, reinit="finish_previous")
+        except (wandb.errors.UsageError, wandb.errors.CommError) as exc:  # no key, a bad key, no server
+            raise TrackingError(f"W&B cannot start in {mode} mode: {str(exc).rstrip('.')}. Fix: log in "
+                                "(`wandb login`, or set WANDB_API_KEY), or run offline (WANDB_MODE=offline; "
+                                "upload later with `wandb sync`).") from None
 
     @classmethod
     def namespaced(cls, values: dict[str, Any], prefix: str) -> dict[str, float]:

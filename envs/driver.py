@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from envs.engine import Engine
+from envs.errors import check_actions
 from envs.observation import ObservationEncoding
 from envs.outcomes import Outcomes
 from envs.spec import NetworkSpec
@@ -50,13 +51,7 @@ class Driver:
         return self.encoding.encode(self.engine)
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, Outcomes]:
-        actions = np.asarray(actions)
-        K = self.num_actions
-        if (actions.shape != (self.num_envs,) or not np.issubdtype(actions.dtype, np.integer)
-                or actions.min() < 0 or actions.max() >= K):
-            raise ValueError(f"actions: expected ints in [0, {K}) of shape ({self.num_envs},), got shape "
-                             f"{actions.shape} dtype {actions.dtype}. Fix: one action per instance "
-                             f"({', '.join(f'{i} {a}' for i, a in enumerate(self.spec.actions))}).")
+        actions = check_actions(actions, (self.num_envs,), self.spec.actions)
         done = self.engine.step(actions)
         if self._empty is not None and not len(done):
             done = self._empty(self.engine.N)

@@ -1,8 +1,9 @@
 """One error type for bad network descriptions, so users see the field and the fix.
 
 Also the small checks every reader of a description shares: refusing keys it does not
-know (with a "did you mean" hint) and reading numbers without letting YAML's booleans
-(``yes``/``no``) or huge integers slip through.
+know (with a "did you mean" hint), naming a repeated entry, and reading numbers without
+letting YAML's booleans (``yes``/``no``) or huge integers slip through; and those of the
+environments' inputs (``horizon``, actions), which the single and the vector env share.
 """
 
 from __future__ import annotations
@@ -68,6 +69,16 @@ def check_keys(cfg: Mapping[Any, Any], allowed: Iterable[str], field: str, *, wh
                         f"{hint}{what + ' takes only' if what else 'known keys are'} {', '.join(allowed)}")
 
 
+def check_distinct(values: Sequence[Any], field: str, fix: str) -> None:
+    """Raise SpecError on the first entry of ``values`` equal to an earlier one, naming both
+    (``field[j]``), so a long list is not repeated back to find the duplicate in."""
+    first: dict[Any, int] = {}
+    for j, value in enumerate(values):
+        i = first.setdefault(value, j)
+        if i != j:
+            raise SpecError(f"{field}[{j}]", f"repeats {field}[{i}] (both are {brief(value)})", fix)
+
+
 def as_number(value: Any, field: str, fix: str = "give a number") -> float:
     """``float(value)``, as a SpecError on anything that is not a real number.
 
@@ -112,3 +123,45 @@ def number_list(raw: Any, field: str, what: str, fix: str,
             raise SpecError(f"{field}[{i}]", f"{wrong}, got {brief(v)}", fix)
         values.append(x)
     return tuple(values)
+
+
+def as_horizon(value: Any, option: str = "horizon") -> int | None:
+    """Steps after which an environment truncates: None (never) or an integer >= 1. Anything
+    else is refused rather than compared against: 0 or -1 would truncate on every other step,
+    2.5 after 3."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise SpecError(option, f"must be an integer >= 1 (the steps before truncation), got {brief(value)}",
+                        f"give a whole number of steps, e.g. {option}=1000, or leave it out (None) to never truncate")
+    return int(value)
+
+
+def check_actions(actions: Any, shape: tuple[int, ...], names: Sequence[str]) -> np.ndarray:
+    """``actions`` as an integer array of ``shape`` ((B,): one per instance; (): one action)
+    indexing ``names``, else a ValueError naming the value given, what is allowed and the fix.
+
+    Nothing is converted: a float (0.9999 would become 0) or a string is refused, as a Gymnasium
+    ``Discrete`` space refuses it, and so is a boolean (which ``Discrete`` takes for 0 or 1: a
+    yes is no choice's index); NumPy integer scalars and arrays pass."""
+    k = len(names)
+    field = "actions" if shape else "action"
+    fix = (f"Fix: give {'one action per instance' if shape else 'one action'}, an integer: "
+           + ", ".join(f"{i} {name}" for i, name in enumerate(names)) + ".")
+    try:
+        arr = np.asarray(actions)
+    except (TypeError, ValueError):  # ragged lists
+        arr = np.asarray(None)
+    if arr.shape != shape or arr.dtype.kind not in "iu":
+        want = f"an integer array of shape {shape}" if shape else "an integer"
+        kind = f"shape {arr.shape}, dtype {arr.dtype}" if isinstance(actions, np.ndarray) else type(actions).__name__
+        raise ValueError(f"{field}: expected {want} in [0, {k}), got {brief(actions)} ({kind}). {fix}")
+    if arr.min() < 0 or arr.max() >= k:
+        if not shape:
+            raise ValueError(f"action: {arr} is not in [0, {k}). {fix}")
+        bad = np.flatnonzero((arr < 0) | (arr >= k))
+        which = ", ".join(f"{arr[i]} at instance {i}" for i in bad[:3]) + (
+            f" and {bad.size - 3} more" if bad.size > 3 else "")
+        raise ValueError(f"actions: {'action' if bad.size == 1 else 'actions'} {which} "
+                         f"{'is' if bad.size == 1 else 'are'} not in [0, {k}). {fix}")
+    return arr

@@ -18,7 +18,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from envs.errors import SpecError, did_you_mean
+from envs.errors import SpecError, as_horizon, did_you_mean
 from envs.spec import NetworkSpec, available_scenarios
 
 NAMESPACE = "drl_ac"
@@ -103,6 +103,7 @@ def make_vector_env(num_envs: int = 1, scenario: str | Path | NetworkSpec = "pap
     from envs import make_vector  # envs/__init__ imports this module
 
     check_render_mode(render_mode)
+    max_episode_steps = as_horizon(max_episode_steps, "max_episode_steps")
     if max_episode_steps is not None:
         if options.get("horizon") not in (None, max_episode_steps):
             raise SpecError("max_episode_steps", f"{max_episode_steps} disagrees with horizon={options['horizon']}",

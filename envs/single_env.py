@@ -9,6 +9,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from envs.errors import check_actions
 from envs.registration import check_render_mode, split_options
 from envs.spec import NetworkSpec, load_spec
 from envs.vector_env import AdmissionVectorEnv
@@ -57,7 +58,8 @@ class AdmissionEnv(gym.Env):
     ``lam`` is the fixed multiplier of the rewards: the scenario's, or 1.0 with a warning
     when the scenario leaves it to automatic tuning (which a plain env cannot do, so
     ``lam="auto"`` is refused). ``spec_network`` is the simulated system (Gymnasium owns
-    ``spec``).
+    ``spec``). An action is an integer the action space contains (Python or NumPy); anything
+    else (0.9999, "1", True) is refused rather than converted.
     """
 
     metadata = {"render_modes": []}
@@ -85,6 +87,8 @@ class AdmissionEnv(gym.Env):
         return obs[0], {}
 
     def step(self, action):
-        obs, reward, terminated, truncated, info = self._vec.step(np.array([int(action)]))
+        # What the action space does not contain is refused, not converted: int(0.9999) is 0.
+        action = check_actions(action, (), self.spec_network.actions)
+        obs, reward, terminated, truncated, info = self._vec.step(action.reshape(1))
         return obs[0], float(reward[0]), bool(terminated[0]), bool(truncated[0]), \
             {"completed": Rows(info.get("completed", {}))}

@@ -19,7 +19,7 @@ import yaml
 
 from envs.arrivals import ArrivalProcess, PoissonProfileArrivals, RenewalArrivals, make_arrivals
 from envs.distributions import Distribution, make_distribution, read_text_file
-from envs.errors import SpecError, as_number, brief, check_keys, did_you_mean
+from envs.errors import SpecError, as_number, brief, check_distinct, check_keys, did_you_mean
 
 if TYPE_CHECKING:
     from envs.cellspec import CellSpec
@@ -298,7 +298,7 @@ class NetworkSpec:
             kind = st.get("kind", "fcfs")
             if not isinstance(kind, str):
                 raise SpecError(field + ".kind", f"expected a station kind, got {brief(kind)}",
-                                f"use one of {', '.join(STATION_KINDS)}")
+                                f"use one of {', '.join(system.station_kinds)}")
             stations.append(StationSpec(name, int(servers), make_distribution(st["service"], field + ".service", base_dir),
                                         kind))
         names = [s.name for s in stations]
@@ -490,9 +490,10 @@ def _validate(spec: NetworkSpec) -> None:
             raise SpecError(f"stations[{i}].kind", "a cell is described by a 'cell:' block, not a station",
                             "write the cell as a top-level 'cell:' block (see envs/cellspec.py)")
         if st.kind not in STATION_KINDS:
-            guess = did_you_mean(st.kind, STATION_KINDS)
+            guess = did_you_mean(st.kind, system.station_kinds)
             raise SpecError(f"stations[{i}].kind", f"unknown station kind {brief(st.kind)}",
-                            (f"did you mean '{guess}'? " if guess else "") + f"use one of {', '.join(STATION_KINDS)}")
+                            (f"did you mean '{guess}'? " if guess else "")
+                            + f"use one of {', '.join(system.station_kinds)}")
     if not spec.classes and not isinstance(spec.arrival, (Distribution, ArrivalProcess)):
         raise SpecError("arrival", f"expected an arrival process, got {brief(spec.arrival)}",
                         "give 'arrival' (e.g. {dist: exponential, rate: 0.5}) or list 'classes'")
@@ -516,8 +517,7 @@ def _validate(spec: NetworkSpec) -> None:
                         "give every station a unique name")
     system.validate()
     system.check_actions()
-    if len(set(spec.actions)) != len(spec.actions):
-        raise SpecError("actions", f"repeated choices in {list(spec.actions)}", "list each choice once")
+    check_distinct(spec.actions, "actions", "list each choice once")
     if spec.admission and spec.actions[0] != REJECT:
         raise SpecError("actions[0]", f"is {spec.actions[0]!r} but admission control needs 'reject' first",
                         "put reject first, or set objective to response_time or deadline")

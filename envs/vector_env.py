@@ -12,7 +12,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from envs.bounds import observation_high
 from envs.driver import Driver
-from envs.errors import SpecError, as_finite
+from envs.errors import SpecError, as_finite, as_horizon, check_actions
 from envs.observation import ObservationEncoding
 from envs.outcomes import Outcomes
 from envs.reward import reward_rule
@@ -23,8 +23,9 @@ class AdmissionVectorEnv(VectorEnv):
     """``num_envs`` independent copies of one system; a step is one arrival in each.
 
     Actions: int array (num_envs,) in ``range(spec.num_actions)`` (admission: 1 accept,
-    0 reject). Observations: float32 (num_envs, D) as ``ObservationEncoding`` lays them out
-    (jobs waiting per station first).
+    0 reject); floats, booleans or another shape are refused, naming the value
+    (``envs.errors.check_actions``). Observations: float32 (num_envs, D) as
+    ``ObservationEncoding`` lays them out (jobs waiting per station first).
 
     ``info["completed"]`` lists, one row per decision whose outcome became known in this
     step, ``env``, ``step``, ``accepted``, ``delay``, ``action``, ``success`` (plus
@@ -50,7 +51,7 @@ class AdmissionVectorEnv(VectorEnv):
                  lam: float | None = None, **engine_options: Any):
         self.spec = spec
         self.num_envs = int(num_envs)
-        self.horizon = horizon
+        self.horizon = as_horizon(horizon)
         self.lam = fixed_multiplier(spec, lam)
         if engine_options.get("probes") is False and spec.system.engine_options().get("probes") is not False:
             raise ValueError(f"probes=False: {spec.name}'s rewards score its rejections by their probes. Fix: keep "
@@ -105,11 +106,13 @@ class AdmissionVectorEnv(VectorEnv):
         return obs, {}
 
     def step(self, actions):
+        # Checked even on a reset step, which ignores them: a wrong action is never silently dropped.
+        actions = check_actions(actions, (self.num_envs,), self.spec.actions)
         if self._needs_reset:
             obs, info = self.reset()
             zeros = np.zeros(self.num_envs, bool)
             return obs, np.zeros(self.num_envs), zeros, zeros.copy(), info
-        actions, step = np.asarray(actions), self.driver.t
+        step = self.driver.t
         obs, done = self.driver.step(actions)
         self._episode_step += 1
         truncated = np.full(self.num_envs, self.horizon is not None and self._episode_step >= self.horizon)

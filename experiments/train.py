@@ -18,8 +18,11 @@ OUT/policy.pt2 (torch.export) and OUT/policy.onnx (usable without this project) 
 OUT/metrics.json (strict JSON: null where a value is undefined). A new run refuses to
 overwrite a folder that already holds a run unless --force is given.
 
-Ctrl-C stops at the next step, saves OUT/checkpoint.pt and prints the command that resumes
-the run (exit code 130); a second Ctrl-C stops at once without saving. On --resume the
+Ctrl-C (or SIGTERM, what schedulers and `docker stop` send) stops at the next step, saves
+OUT/checkpoint.pt and prints the command that resumes the run (exit code 130, SIGTERM 143);
+a second one stops at once without saving. A run holds OUT's lock file (.drl_ac.lock) while
+it writes there: a second run into the same folder is refused, naming the first. A run that
+fails after training still leaves OUT/policy.pt, the policy it trained. On --resume the
 run keeps its settings: only --steps, --device and the output, evaluation and logging
 options may differ.
 """
@@ -27,6 +30,7 @@ options may differ.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import math
 import os
@@ -49,6 +53,7 @@ from drl_ac.checkpoint import (
     CheckpointError,
     LoadedPolicy,
     load_file,
+    save_atomic,
     save_policy_folder,
     write_json,
 )
@@ -56,13 +61,12 @@ from drl_ac.cli import HelpFormatter, progress_printer
 from drl_ac.evaluation.calibration import calibrated_section
 from drl_ac.evaluation.metrics import evaluate, format_metrics
 from drl_ac.evaluation.steady import capped, steady_state
+from drl_ac.folder_lock import FolderInUse, FolderLock
 from drl_ac.learning.learner import RBAR_UPDATES, LearnerConfig
 from drl_ac.learning.qnet import rule_of
 from drl_ac.learning.trainer import COSTS, LAM_MODES, TARGETS, TrainConfig, Trainer
 from drl_ac.tracking import WandbLogger
 from envs import NetworkSpec, ObservationEncoding, SpecError
-
-INTERRUPTED = 130  # the shell's code for a program stopped by Ctrl-C (128 + SIGINT)
 
 # Flags that set the run itself: on --resume they must equal the checkpoint's.
 # flag -> (argparse dest, key in TrainConfig.to_dict(), "learner." for the learner's)
@@ -98,7 +102,8 @@ class FileProblem(RuntimeError):
 
 
 class Interrupted(Exception):
-    """Ctrl-C: the message says what was saved and how to go on (exit code 130)."""
+    """Ctrl-C or SIGTERM: the message says what was saved and how to go on (exit code 128 +
+    the signal: 130, 143)."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -271,6 +276,25 @@ def check_resume_flags(state: dict, args: argparse.Namespace, given: set[str]) -
                          "and logging options may change), or start a new run in another --out.")
 
 
+def check_applicable(spec: NetworkSpec, config: TrainConfig, given: set[str]) -> None:
+    """Refuse flags typed for this run that its system would ignore (the trainer refuses
+    ``--reset-backlog`` where it cannot apply): a user who set them expects them to act."""
+    admission = spec.system.kind != "control"
+    rules = ((("lam", "lam_eta", "lam_kp", "lam_margin", "calibrate"), admission,
+              "an admission constraint's multiplier and calibration"),
+             (("base", "targets"), not admission, "how a control system (redundancy, pools) learns"),
+             (("cost",), spec.objective == "response_time", "a response-time objective's cost"),
+             (("rollout_horizon", "rollout_every", "rollout_start"), config.targets == "rollout",
+              "rollout targets (--targets rollout on a control system)"))
+    flags = {dest: flag for flag, (dest, _) in FIXED_ON_RESUME.items()} | {"calibrate": "--calibrate"}
+    for dests, applies, what in rules:
+        typed = [flags[d] for d in dests if d in given]
+        if typed and not applies:
+            them = "them" if len(typed) > 1 else "it"
+            raise UsageError(f"{', '.join(typed)}: for {what}; {spec.name} ({spec.system.name}: "
+                             f"{spec.system.headline.text(spec.eps)}) would ignore {them}. Fix: drop {them}.")
+
+
 def prepare_out(out: Path, resume: Path | None, force: bool) -> None:
     """Create OUT, make sure it is writable, and refuse to overwrite another run without --force."""
     if out.exists() and not out.is_dir():
@@ -318,48 +342,72 @@ def resume_command(checkpoint: Path, args: argparse.Namespace, given: set[str]) 
     return shlex.join(parts)
 
 
-class StopOnCtrlC:
-    """The first Ctrl-C asks the training loop to stop after the current step (so the state
-    can be saved whole); a second one raises KeyboardInterrupt at once."""
+class StopSignals:
+    """Ctrl-C (SIGINT) and SIGTERM (what schedulers and ``docker stop`` send) alike. While
+    ``soft`` (the training loop) the first one only asks the loop to stop after the current
+    step, so that the state is saved whole; otherwise, or the second time, it raises
+    KeyboardInterrupt at once. ``signum`` is the first signal received (the exit code is
+    128 + it)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self) -> None:
-        self.requested = False
-        self.previous: Any = None
+        self.signum: int | None = None
+        self.soft = False
+        self.previous: dict[int, Any] = {}
+
+    @property
+    def requested(self) -> bool:
+        return self.signum is not None
+
+    @property
+    def name(self) -> str:
+        return "SIGTERM" if self.signum == signal.SIGTERM else "Ctrl-C"
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + (self.signum or signal.SIGINT)
 
     def _handle(self, signum: int, frame: Any) -> None:
-        if self.requested:
+        first = self.signum is None
+        if first:
+            self.signum = signum
+        if not (first and self.soft):
             raise KeyboardInterrupt
-        self.requested = True
 
-    def __enter__(self) -> StopOnCtrlC:
+    def __enter__(self) -> StopSignals:
         if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self._handle)
+            self.previous = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
+        for s, handler in self.previous.items():
+            signal.signal(s, handler)
 
 
-def start(args: argparse.Namespace, given: set[str], say: Callable[[str], None]
+def start(args: argparse.Namespace, given: set[str], say: Callable[[str], None], held: contextlib.ExitStack
           ) -> tuple[Trainer, Path, dict | None]:
-    """The trainer (new or resumed), its output folder and the rules tuned before training
-    (a control system's base rule, ``--base rule``; else None), after every check."""
+    """The trainer (new or resumed), its output folder (locked in ``held``: ``FolderLock``)
+    and the rules tuned before training (a control system's base rule, ``--base rule``; else
+    None), after every check."""
     if args.resume is not None:
         state = load_file(args.resume, expected=(CHECKPOINT_FORMAT,))
         check_resume_flags(state, args, given)
         out = args.out or args.resume.parent
         prepare_out(out, args.resume, args.force)
+        held.enter_context(FolderLock(out))
         changes = {k: getattr(args, k) for k in ("steps", "device") if k in given and getattr(args, k) is not None}
         return Trainer.from_state(state, **changes), out, None
     config = config_from_args(args)
     out = args.out or Path("checkpoints/runs") / f"{Path(config.scenario).stem}-seed{config.seed}"
     spec = config.spec()  # scenario errors before touching the folder
     prepare_out(out, None, args.force)
+    held.enter_context(FolderLock(out))  # at once: a run started beside this one finds it held
     scenario_defaults = {k: v for k, v in spec.training if k not in given}  # the YAML's training block
     if scenario_defaults:
         say(f"the scenario's training defaults: {', '.join(f'{k} {v}' for k, v in scenario_defaults.items())}")
         config = dataclasses.replace(config, **scenario_defaults)
+    check_applicable(spec, config, given)
     tuned = None
     if spec.system.kind == "control" and args.base == "rule":
         tuned = study.tune_rules(spec, config.seed, "quick" if args.compare == "off" else args.compare, say)
@@ -377,10 +425,19 @@ def start(args: argparse.Namespace, given: set[str], say: Callable[[str], None]
     return Trainer(config, spec=spec), out, tuned
 
 
-def run(args: argparse.Namespace, given: set[str] | None = None) -> dict:
+def run(args: argparse.Namespace, given: set[str] | None = None, stop: StopSignals | None = None) -> dict:
+    """Train (or resume), calibrate, evaluate, export and compare, holding OUT's lock
+    throughout. ``stop``: the signals handler ``main`` installed (None: signals untouched)."""
     given = set() if given is None else given  # the flags typed on the command line (see given_options)
+    stop = StopSignals() if stop is None else stop
     say = progress_printer(args.quiet)
-    trainer, out, tuned = start(args, given, say)
+    with contextlib.ExitStack() as held:
+        trainer, out, tuned = start(args, given, say, held)
+        return train_and_finish(trainer, out, tuned, args, given, say, stop)
+
+
+def train_and_finish(trainer: Trainer, out: Path, tuned: dict | None, args: argparse.Namespace, given: set[str],
+                     say: Callable[[str], None], stop: StopSignals) -> dict:
     config = trainer.config
     ckpt = out / "checkpoint.pt"
     warning = stability_warning(trainer.spec)
@@ -388,14 +445,71 @@ def run(args: argparse.Namespace, given: set[str] | None = None) -> dict:
         print(warning, file=sys.stderr)
     logger = WandbLogger(args.wandb, config.to_dict(), project=args.wandb_project,
                          group=args.wandb_group or Path(config.scenario).stem, directory=out)
-    state = {"last": trainer.decisions, "t0": time.perf_counter(), "d0": trainer.decisions,
-             "ckpt": trainer.decisions}
-    bar = None
-    control = trainer.spec.system.kind == "control"
     background = None  # the rules tuned and measured on the spare core while training (not policy-dependent)
     if (args.compare != "off" and (os.cpu_count() or 1) > torch.get_num_threads()
             and config.steps - trainer.decisions >= BACKGROUND_MIN_DECISIONS):
         background = study.BackgroundRules(trainer.spec, config.seed, args.compare, tuned)
+    try:
+        train_loop(trainer, args, ckpt, logger, stop)
+    except KeyboardInterrupt:
+        logger.finish()
+        saved = f"{ckpt} holds the last periodic checkpoint" if ckpt.is_file() else "nothing was saved"
+        raise Interrupted(f"interrupted twice ({stop.name}): stopped at once without saving; {saved}.") from None
+    finally:
+        if background is not None and stop.requested:
+            background.cancel()
+    if stop.requested:
+        logger.finish()
+        raise Interrupted(f"interrupted at {trainer.decisions:,} of {config.steps:,} decisions ({stop.name}); saved "
+                          f"{ckpt}. Resume with: {resume_command(ckpt, args, given)}")
+    measured = None  # the rules' rows of the comparison, when measured beside training
+    try:
+        if args.compare == "off":
+            tuned = None
+        elif background is None and tuned is None:
+            tuned = study.tune_rules(trainer.spec, config.seed, args.compare, say)
+        if background is not None and tuned is None and trainer.spec.system.kind == "control":
+            tuned = background.tuned(say)  # the guard needs the rules
+        metrics, exported, section = finish(trainer, args, out, tuned, say, given)
+        if background is not None:  # measured beside the guard's choice, calibration and evaluation
+            tuned, measured = background.result(say)
+    except KeyboardInterrupt:
+        logger.finish()
+        raise Interrupted(f"interrupted after training ({stop.name}); {ckpt} holds the trained run. Evaluate and export it with: "
+                          f"{resume_command(ckpt, args, given)}") from None
+    except Exception:
+        logger.finish()
+        kept = keep_policy(trainer, out)
+        print(f"error after training: {kept} holds the trained policy, uncalibrated and unevaluated; {ckpt} holds "
+              f"the run (evaluate and export it with: {resume_command(ckpt, args, given)})", file=sys.stderr)
+        raise
+    finally:
+        if background is not None:
+            background.cancel()
+    logger.finish(metrics)
+    spec = trainer.spec
+    print(f"final evaluation ({spec.name}, {spec.system.headline.text(spec.eps)}): {format_metrics(metrics, spec)}")
+    print(f"wrote {out / 'policy.pt'}, {', '.join(map(str, exported))}, {out / 'metrics.json'}, {ckpt}")
+    if tuned is not None:
+        comparison = compare_with_rules(LoadedPolicy(section), spec, config.seed, args.compare, out, tuned, measured,
+                                        say)
+        metrics["verdict"] = comparison["verdict"]
+    return metrics
+
+
+def train_loop(trainer: Trainer, args: argparse.Namespace, ckpt: Path, logger: WandbLogger,
+               stop: StopSignals) -> None:
+    """Train to ``config.steps`` with a progress bar and periodic checkpoints, then save; the
+    first Ctrl-C or SIGTERM stops it after the current step, and the save completes."""
+    config, spec = trainer.config, trainer.spec
+    state = {"last": trainer.decisions, "t0": time.perf_counter(), "d0": trainer.decisions,
+             "ckpt": trainer.decisions}
+    control = spec.system.kind == "control"
+    lam = f", lam {'auto' if trainer.auto_lam else trainer.lam}" if not control else ""
+    print(f"training on {spec.system.describe()}{lam}; {config.num_envs} instances, device {trainer.device}, "
+          f"{torch.get_num_threads()} thread(s); Ctrl-C saves and stops", file=sys.stderr, flush=True)
+    bar = tqdm(total=config.steps, initial=trainer.decisions, unit="dec", unit_scale=True,
+               disable=args.quiet, dynamic_ncols=True)
 
     def callback(tr: Trainer) -> None:
         p = tr.progress()
@@ -414,58 +528,22 @@ def run(args: argparse.Namespace, given: set[str] | None = None) -> dict:
             tr.save(ckpt)
             state["ckpt"] = tr.decisions
 
-    with StopOnCtrlC() as ctrl_c:
-        try:
-            spec = trainer.spec
-            lam = f", lam {'auto' if trainer.auto_lam else trainer.lam}" if spec.system.kind != "control" else ""
-            print(f"training on {spec.system.describe()}{lam}; {config.num_envs} instances, device {trainer.device}, "
-                  f"{torch.get_num_threads()} thread(s); Ctrl-C saves and stops", file=sys.stderr, flush=True)
-            bar = tqdm(total=config.steps, initial=trainer.decisions, unit="dec", unit_scale=True,
-                       disable=args.quiet, dynamic_ncols=True)
-            trainer.train(callback=callback, stop=lambda: ctrl_c.requested)
-            bar.close()
-            trainer.save(ckpt)  # a Ctrl-C now only sets the flag: the save completes
-        except KeyboardInterrupt:
-            if bar is not None:
-                bar.close()
-            if background is not None:
-                background.cancel()
-            logger.finish()
-            saved = f"{ckpt} holds the last periodic checkpoint" if ckpt.is_file() else "nothing was saved"
-            raise Interrupted(f"interrupted twice: stopped at once without saving; {saved}.") from None
-    if ctrl_c.requested:
-        if background is not None:
-            background.cancel()
-        logger.finish()
-        raise Interrupted(f"interrupted at {trainer.decisions:,} of {config.steps:,} decisions; saved {ckpt}. "
-                          f"Resume with: {resume_command(ckpt, args, given)}")
-    measured = None  # the rules' rows of the comparison, when measured beside training
+    stop.soft = True
     try:
-        if args.compare == "off":
-            tuned = None
-        elif background is None and tuned is None:
-            tuned = study.tune_rules(trainer.spec, config.seed, args.compare, say)
-        if background is not None and tuned is None and control:  # the guard needs the rules
-            tuned = background.tuned(say)
-        metrics, exported, section = finish(trainer, args, out, tuned, say, given)
-        if background is not None:  # measured beside the guard's choice, calibration and evaluation
-            tuned, measured = background.result(say)
-    except KeyboardInterrupt:
-        logger.finish()
-        raise Interrupted(f"interrupted after training; {ckpt} holds the trained run. Evaluate and export it with: "
-                          f"{resume_command(ckpt, args, given)}") from None
+        trainer.train(callback=callback, stop=lambda: stop.requested)
+        trainer.save(ckpt)  # a signal now only sets the flag: the save completes
     finally:
-        if background is not None:
-            background.cancel()
-    logger.finish(metrics)
-    spec = trainer.spec
-    print(f"final evaluation ({spec.name}, {spec.system.headline.text(spec.eps)}): {format_metrics(metrics, spec)}")
-    print(f"wrote {out / 'policy.pt'}, {', '.join(map(str, exported))}, {out / 'metrics.json'}, {ckpt}")
-    if tuned is not None:
-        comparison = compare_with_rules(LoadedPolicy(section), spec, config.seed, args.compare, out, tuned, measured,
-                                        say)
-        metrics["verdict"] = comparison["verdict"]
-    return metrics
+        stop.soft = False
+        bar.close()
+
+
+def keep_policy(trainer: Trainer, out: Path) -> Path:
+    """OUT/policy.pt from the trainer as it is (a run that failed after training still leaves
+    the policy it trained), unless the run already wrote one."""
+    path = out / "policy.pt"
+    if not path.is_file():
+        save_atomic(trainer.policy_section(), path)
+    return path
 
 
 def compare_with_rules(policy: LoadedPolicy, spec: NetworkSpec, seed: int, budget: str, out: Path,
@@ -492,12 +570,18 @@ def finish(trainer: Trainer, args: argparse.Namespace, out: Path, tuned: dict | 
     config = trainer.config
     if args.calibrate == "on" or (args.calibrate == "auto" and trainer.auto_lam):
         holdout = None if args.compare == "off" else study.evaluation_arrivals(args.compare)
-        section = calibrated_section(trainer, trainer.spec.eps, arrivals=args.eval_arrivals, holdout=holdout)
+        section = calibrated_section(trainer, trainer.spec.eps, arrivals=args.eval_arrivals, holdout=holdout,
+                                     progress=say)
         cal = section["calibration"]
         room = "" if holdout is None else f" + {cal['reserve']:.4f} for the comparison's {holdout} arrivals"
         print(f"calibrated acceptance bias {section['bias']:.4f}: violation {cal['violation']:.4f}, one-sided "
               f"{cal['confidence']:.0%} upper bound {cal['violation_upper']:.4f}{room} <= eps {trainer.spec.eps:g} "
               f"({cal['arrivals']} arrivals)", file=sys.stderr)
+        if cal["acceptance"] == 0:
+            print(f"warning: the calibrated policy rejects every job: no bias that accepts any met eps "
+                  f"{trainer.spec.eps:g} with {cal['confidence']:.0%} confidence, so the exported policy admits "
+                  "nothing. Fix: train longer (--steps), evaluate with more arrivals (--eval-arrivals), or relax "
+                  "--eps / --d-ub if the system cannot meet them", file=sys.stderr)
     else:
         section = trainer.policy_section()
     control = trainer.spec.system.kind == "control"
@@ -522,16 +606,21 @@ def finish(trainer: Trainer, args: argparse.Namespace, out: Path, tuned: dict | 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     given = given_options(argv)
+    stop = StopSignals()
     try:
-        check_run_options(args)
-        torch.set_num_threads(args.threads)
-        run(args, given)
+        with stop:
+            check_run_options(args)
+            torch.set_num_threads(args.threads)
+            run(args, given, stop)
     except Interrupted as exc:
         print(exc, file=sys.stderr)
-        sys.exit(INTERRUPTED)
+        sys.exit(stop.exit_code)
     except KeyboardInterrupt:
-        print("interrupted before training started; nothing was saved.", file=sys.stderr)
-        sys.exit(INTERRUPTED)
+        print(f"interrupted before training started ({stop.name}); nothing was saved.", file=sys.stderr)
+        sys.exit(stop.exit_code)
+    except FolderInUse as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)
     except (UsageError, SpecError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)

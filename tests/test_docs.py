@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from envs import NetworkSpec
+from envs import NetworkSpec, load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -56,6 +56,7 @@ class Budget:
     slow: str | dict | None = None
     xfail: dict = field(default_factory=dict)
     skip: str | None = None
+    control: dict = field(default_factory=dict)  # set only on a control system (train.py refuses them elsewhere)
 
 
 TRAIN_FILES = ("{out}/policy.pt", "{out}/policy.pt2", "{out}/policy.onnx", "{out}/metrics.json", "{out}/checkpoint.pt")
@@ -69,7 +70,8 @@ BUDGETS: dict[str, Budget] = {
     "python -m pytest": Budget(skip="the test suite itself, which .ci/run runs"),
     "experiments/train.py": Budget(
         set={"--steps": "2000", "--num-envs": "64", "--eval-arrivals": "500", "--device": "cpu",
-             "--out": "{out}", "--quiet": True, "--force": True, "--compare": "off", "--base": "none"},
+             "--out": "{out}", "--quiet": True, "--force": True, "--compare": "off"},
+        control={"--base": "none"},
         per="scenario", writes=TRAIN_FILES,
         slow={"cell_5g": "calibration and evaluation of a periodic cell cover whole days per instance: "
                          "55-71 s even with 500 arrivals"}),
@@ -208,6 +210,10 @@ class Case:
             argv += ["--scenario", self.scenario]
         if budget.per == "checkpoint":
             argv = with_flags(argv, {"--checkpoint": str(policy)}, out)
+        scenario = flag_value(tuple(argv), "--scenario")
+        if budget.control and scenario and load_spec(ROOT / scenario if (ROOT / scenario).is_file() else scenario
+                                                     ).system.kind == "control":
+            argv = with_flags(argv, budget.control, out)
         return with_flags(argv, budget.set, out)
 
     def reason(self, entry: str | dict | None) -> str | None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from statistics import NormalDist
 
 from drl_ac.checkpoint import LoadedPolicy
@@ -42,12 +43,14 @@ def upper_bound(m: dict, confidence: float) -> float:
 
 def calibrate_bias(section: dict, spec: NetworkSpec, target: float, arrivals: int = 200_000, seed: int = 555,
                    iterations: int = 5, confidence: float = 0.95, num_envs: int = 1000, settle: int = 200,
-                   deadline: float | None = None, holdout: int | None = None) -> tuple[float, dict]:
+                   deadline: float | None = None, holdout: int | None = None,
+                   progress: Callable[[str], None] | None = None) -> tuple[float, dict]:
     """Largest-acceptance bias whose violation is <= target with ``confidence``; returns
     (bias, its evaluation, with ``violation_upper`` and ``reserve`` added). ``deadline``
     (``time.time()``): the search stops there with the most accepting bias known to meet the
     target. ``holdout``: the arrivals of the later evaluation that judges the constraint (its
     noise is reserved below the target, see the module's docstring); None: no reserve.
+    ``progress``: told each candidate's result, one line each.
 
     The instances are warmed up once, with the uncalibrated policy, until stationary; every
     candidate then starts from that same state (``settle`` steps to adjust to its own bias
@@ -78,6 +81,10 @@ def calibrate_bias(section: dict, spec: NetworkSpec, target: float, arrivals: in
             se_h = se * math.sqrt(m["arrivals"] / holdout)
             judged = m["violation"] + z * se_h + z * math.hypot(se, se_h)
         m["violation_judged"], m["reserve"] = judged, judged - m["violation_upper"]
+        if progress is not None:
+            what = "overloaded" if m.get("overloaded") else f"acceptance {m['acceptance']:.4f}, violation " \
+                f"{m['violation']:.4f}"
+            progress(f"calibration: bias {bias:+.4f}: {what}, judged {judged:.4f} against {target:g}")
         return m
 
     step = 0.25 * max(1.0, float(section.get("lam", 1.0)))
@@ -109,14 +116,16 @@ def calibrate_bias(section: dict, spec: NetworkSpec, target: float, arrivals: in
 
 
 def calibrated_section(trainer, target: float, arrivals: int = 200_000, confidence: float = 0.95,
-                       holdout: int | None = None) -> dict:
+                       holdout: int | None = None, progress: Callable[[str], None] | None = None) -> dict:
     """The trainer's policy section with its acceptance bias calibrated so that the
     violation is <= ``target`` (normally eps) with ``confidence`` (and room for a later
     evaluation of ``holdout`` arrivals, ``calibrate_bias``)."""
     section = trainer.policy_section()
     section["bias"], m = calibrate_bias(section, trainer.spec, target, arrivals=arrivals,
-                                        seed=trainer.config.seed + 5_000, confidence=confidence, holdout=holdout)
+                                        seed=trainer.config.seed + 5_000, confidence=confidence, holdout=holdout,
+                                        progress=progress)
     section["calibration"] = {"target": target, "confidence": confidence, "arrivals": m["arrivals"],
+                              "acceptance": m["acceptance"],
                               "violation": m["violation"], "violation_upper": m["violation_upper"],
                               "reserve": m["reserve"], "holdout": holdout}
     return section

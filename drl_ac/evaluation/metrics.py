@@ -21,6 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from envs import Driver, NetworkSpec, Outcomes
+from envs.engine import CapacityError
 from envs.rollout import collect, collect_time, warm_up
 
 Policy = Callable[[np.ndarray], np.ndarray]
@@ -225,9 +226,39 @@ def instances(arrivals: int, num_envs: int) -> int:
 
 def engine_options(spec: NetworkSpec, max_jobs: int | None = None, probes: bool = True) -> dict:
     """The engine settings of an evaluation of ``spec``; ``probes`` False: rejections are not
-    scored (the objective is then unknown)."""
-    options = ({} if max_jobs is None else {"max_jobs": int(max_jobs)}) | ({} if probes else {"probes": False})
+    scored (the objective is then unknown). ``max_jobs`` None: the system's hopeless backlog
+    when it has one (``unless_overloaded``), else the engine's bound."""
+    bound = spec.system.hopeless_backlog() if max_jobs is None else max_jobs
+    options = ({} if bound is None else {"max_jobs": int(bound)}) | ({} if probes else {"probes": False})
     return {**options, **spec.system.engine_options()}  # a cell: no probes (its measures never read them)
+
+
+def overloaded(spec: NetworkSpec, num_envs: int, error: CapacityError) -> dict:
+    """The measures of an admission policy under which an instance's queues outgrew the
+    system's hopeless backlog: the jobs it admits wait longer and longer, so its long-run
+    violation is 1, which is what it is scored (se 0); the other measures of a run that never
+    reached a steady state are NaN. ``overloaded`` says why, ``stationary`` is False."""
+    out: dict = {}
+    for name in RATIOS:
+        out[name], out[f"{name}_ci"], out[f"{name}_se"] = math.nan, [math.nan, math.nan], math.nan
+    out["violation"], out["violation_ci"], out["violation_se"] = 1.0, [1.0, 1.0], 0.0
+    bound = spec.system.hopeless_backlog()
+    reason = (f"the policy admits more than {spec.name} can serve: an instance's queues outgrew {bound} jobs "
+              f"({str(error).split('. Fix')[0]}), far more than its stations finish within the deadline, so the "
+              "jobs it admits miss it more and more (long-run violation 1)")
+    return {**out, "arrivals": 0, "instances": num_envs, "warmup_steps": 0, "stationary": False,
+            "overloaded": reason}
+
+
+def unless_overloaded(spec: NetworkSpec, max_jobs: int | None, num_envs: int, run: Callable[[], dict]) -> dict:
+    """``run()``, or ``overloaded``'s measures when its engine outgrew the system's hopeless
+    backlog. A bound the caller set (``max_jobs``) still raises ``CapacityError``, as asked."""
+    try:
+        return run()
+    except CapacityError as exc:
+        if max_jobs is not None or spec.system.hopeless_backlog() is None:
+            raise
+        return overloaded(spec, num_envs, exc)
 
 
 def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: int = 10_000,
@@ -237,7 +268,8 @@ def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: i
     (``"auto"``: until the number in system stops drifting, see ``envs.rollout.warm_up``; a
     number: that many steps). A cell's measures are added (``cell_summary``). ``max_jobs``: the
     engine's bound on the job table per instance (its default if None); a smaller one makes an
-    unstable policy fail early with ``envs.engine.CapacityError``. ``per_instance``: keep the
+    unstable policy fail early with ``envs.engine.CapacityError``; None: an admission policy
+    that overloads the system is scored as such (``overloaded``). ``per_instance``: keep the
     per-instance sums of ``paired_difference`` (arrays, under ``per_instance``). ``probes``
     False: a rejected job is not followed to score it (the probes are most of a network's
     simulation time near its thresholds); the objective is then NaN, acceptance and the
@@ -263,8 +295,14 @@ def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: i
     (``ratio_estimate``'s ``ordered``).
     """
     num_envs = instances(arrivals, num_envs)
+    return unless_overloaded(spec, max_jobs, num_envs, lambda: _evaluate(
+        policy, spec, arrivals, seed, num_envs, warmup, bins, engine_options(spec, max_jobs, probes), per_instance,
+        probes))
+
+
+def _evaluate(policy: Policy, spec: NetworkSpec, arrivals: int, seed: int, num_envs: int, warmup: int | float | str,
+              bins: int, options: dict, per_instance: bool, probes: bool) -> dict:
     encoding = getattr(policy, "encoding", None)
-    options = engine_options(spec, max_jobs, probes)
     period, cell = spec.period, spec.system.name == "cell"
     if period is not None:
         start = phase_offsets(period, num_envs, seed)
@@ -304,7 +342,8 @@ class SharedStart:
     parameter or a calibration's bias needs, where neighbouring candidates have nearly the
     same stationary state (a periodic system cannot share one: see ``evaluate``).
 
-    The warm-up runs at least ``min_warmup`` steps: on paper_tandem the number in system
+    A starting policy that overloads an admission system (``overloaded``) leaves the warm-up
+    to the first candidate that does not. The warm-up runs at least ``min_warmup`` steps: on paper_tandem the number in system
     passes ``warm_up``'s test after its minimum of 400 steps while the violation still rises
     (a calibrated policy read 0.0904 after 400 steps and 0.0945 after 3,000, on the same
     seed), and a calibration on that state set the policy above eps in steady state.
@@ -320,10 +359,19 @@ class SharedStart:
 
     def __call__(self, policy: Policy, arrivals: int, num_envs: int) -> dict:
         num_envs = instances(arrivals, num_envs)
+        return unless_overloaded(self.spec, None, num_envs, lambda: self._measure(policy, arrivals, num_envs))
+
+    def _measure(self, policy: Policy, arrivals: int, num_envs: int) -> dict:
         if num_envs not in self.warm:
             driver = Driver(self.spec, num_envs, seed=self.seed, encoding=self.encoding,
                             **engine_options(self.spec, probes=False))
-            steps = warm_up(driver, self.first or policy, min_steps=self.min_warmup)
+            try:
+                steps = warm_up(driver, self.first or policy, min_steps=self.min_warmup)
+            except CapacityError:
+                if self.first is None:
+                    raise
+                self.first = None  # it overloads the system: the first candidate that does not warms up instead
+                return self._measure(policy, arrivals, num_envs)
             self.warm[num_envs] = (driver, driver.engine.get_state(), steps)
         driver, state, steps = self.warm[num_envs]
         driver.engine.set_state(state)
@@ -338,6 +386,8 @@ class SharedStart:
 def format_metrics(m: dict, spec: NetworkSpec | None = None) -> str:
     """One line of a run's measures in its system's language (``spec.system``: a control
     system's mean response time, not a violation; without a spec, guessed from the keys)."""
+    if m.get("overloaded"):
+        return f"OVERLOADED, violation scored 1: {m['overloaded']}"
     tail = f"({m['arrivals']} arrivals on {m['instances']} instances after {m['warmup_steps']} warm-up steps each)"
     if "blocking" in m:  # a cell: its violation is its dropping, its acceptance 1 - blocking
         (blo, bhi), (dlo, dhi) = m["blocking_ci"], m["dropping_ci"]

@@ -28,7 +28,13 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from drl_ac.evaluation.metrics import evaluate, instance_sums, summarize_sums
+from drl_ac.evaluation.metrics import (
+    engine_options,
+    evaluate,
+    instance_sums,
+    summarize_sums,
+    unless_overloaded,
+)
 from envs import Driver, NetworkSpec, Outcomes
 from envs.engine import CapacityError
 from envs.rollout import set_arrival_speed, settled
@@ -102,12 +108,21 @@ def steady_state(policy: Policy, spec: NetworkSpec, seed: int = 10_000, num_envs
 
     ``start``: an engine state (``Engine.get_state``, same spec and ``num_envs``) to start from
     instead of empty, e.g. another policy's stationary state: candidates of a tuning then
-    share one long warm-up and the same random numbers from there on."""
+    share one long warm-up and the same random numbers from there on.
+
+    An admission policy that overloads the system is scored as such
+    (``drl_ac.evaluation.metrics.overloaded``) unless ``max_jobs`` is given."""
     if spec.period is not None or spec.system.kind == "loss":
         arrivals = num_envs * max(min_steps, 400)
         out = evaluate(policy, spec, arrivals=arrivals, seed=seed, num_envs=num_envs, per_instance=per_instance)
         return {**out, "headline": spec.system.headline.measure, "stationary": True}
-    options = {} if max_jobs is None else {"max_jobs": int(max_jobs)}
+    return unless_overloaded(spec, max_jobs, num_envs, lambda: _steady_state(
+        policy, spec, seed, num_envs, chunk, rel_se, min_steps, max_steps, per_instance,
+        engine_options(spec, max_jobs), start))
+
+
+def _steady_state(policy: Policy, spec: NetworkSpec, seed: int, num_envs: int, chunk: int, rel_se: float,
+                  min_steps: int, max_steps: int, per_instance: bool, options: dict, start: dict | None) -> dict:
     driver = Driver(spec, num_envs, seed=seed, encoding=getattr(policy, "encoding", None), **options)
     eng = driver.engine
     if start is not None:

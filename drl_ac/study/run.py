@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from drl_ac import study
+from drl_ac.folder_lock import FolderLock
 from envs import NetworkSpec, SpecError, load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -589,14 +590,21 @@ def run_jobs(fn: Callable[[dict], dict], jobs: list[dict], workers: int = 1, ray
 
 def run_study(config: StudyConfig, progress: Say = lambda s: None) -> dict[str, Any]:
     """Run ``config`` (the module's steps, one job per load) and write its files, a load's as
-    soon as it is done. Returns the study's summary: config, command, commit, per load of this
-    run its folder, files, verdict and chosen candidate, the loads held in the folder
+    soon as it is done, holding the folder's lock (``FolderLock``: a second study into it is
+    refused). Returns the study's summary: config, command, commit, per load of this run its
+    folder, files, verdict and chosen candidate, the loads held in the folder
     (``held_results``: this run's and earlier ones'), the table of study.md over them, the
     study's files and seconds."""
+    out = config.folder()
+    out.mkdir(parents=True, exist_ok=True)
+    with FolderLock(out):
+        return _run_study(config, progress, out)
+
+
+def _run_study(config: StudyConfig, progress: Say, out: Path) -> dict[str, Any]:
     from drl_ac.checkpoint import save_policy_folder, write_json
 
     t0 = time.perf_counter()
-    out = config.folder()
     loads: list[float | None] = list(config.loads) if config.loads is not None else [None]
     held = [config.load_folder(load) for load in loads if (config.load_folder(load) / "policy.pt").exists()]
     if held and not config.force:

@@ -160,6 +160,11 @@ class System:
         (for the engine's messages when its job table overflows)."""
         return "serve jobs with choices that use less server time"
 
+    def hopeless_backlog(self) -> int | None:
+        """Jobs per instance past which an evaluation stops and scores the policy as overloaded
+        (``drl_ac.evaluation.metrics.overloaded``), or None: the engine's own bound applies."""
+        return None
+
     # ------------------------------------------------------------------ stability
     def stability_error(self) -> SpecError | None:
         """Why the system cannot be stable whatever its controller chooses (None: it can be

@@ -29,7 +29,15 @@ from typing import Any
 import numpy as np
 
 from envs.distributions import Distribution, make_distribution
-from envs.errors import SpecError, as_number, brief, check_keys, did_you_mean, number_list
+from envs.errors import (
+    SpecError,
+    as_number,
+    brief,
+    check_distinct,
+    check_keys,
+    did_you_mean,
+    number_list,
+)
 from envs.spec import _is_list
 from envs.systems.base import ControlSystem
 
@@ -388,8 +396,7 @@ class PoolsSystem(ControlSystem):
             raise SpecError("pools.timer", "preempt counts from a copy made after tau in service, which timer: "
                             "arrival does not always make", "use timer: service with preempt")
         names = [a.name for a in actions]
-        if len(set(names)) != len(names):
-            raise SpecError("pools.actions", f"repeated choices {names}", "list each (pool, policy, tau, queue, preempt) once")
+        check_distinct(names, "pools.actions", "list each (pool, policy, tau, queue, preempt) once")
         spec_p = Pools((int(servers[0]), int(servers[1])), tuple(p),
                        (tuple(s[0] for s in speeds), tuple(s[1] for s in speeds)), size, know, q, f, assign, p_split,
                        restart, timer, actions)

@@ -39,8 +39,8 @@ from envs.distributions import (
     PhaseMixture,
     make_distribution,
 )
-from envs.errors import SpecError, brief, check_keys
-from envs.spec import STATION_KINDS, _is_list
+from envs.errors import SpecError, brief, check_distinct, check_keys, did_you_mean
+from envs.spec import _is_list
 from envs.systems.base import ControlSystem
 
 REDUNDANCY_KEYS = ("servers", "kind", "copies", "size", "scale", "factor", "d")
@@ -201,8 +201,11 @@ class RedundancySystem(ControlSystem):
             raise SpecError("redundancy.servers", f"must be a positive integer, got {brief(servers)}",
                             "give the number of servers N")
         kind = raw.get("kind", "ps")
-        if kind not in STATION_KINDS:
-            raise SpecError("redundancy.kind", f"unknown kind {brief(kind)}", f"use one of {', '.join(STATION_KINDS)}")
+        if kind not in cls.station_kinds:  # the block's own field: its stations are not the user's
+            guess = did_you_mean(kind, cls.station_kinds) if isinstance(kind, str) else None
+            raise SpecError("redundancy.kind", f"{brief(kind)} is not a kind of redundancy server",
+                            (f"did you mean '{guess}'? " if guess else "")
+                            + f"use one of {', '.join(cls.station_kinds)}")
         copies = raw.get("copies", "iid")
         if copies not in COPY_LAWS:
             raise SpecError("redundancy.copies", f"unknown joint law {brief(copies)}",
@@ -215,10 +218,11 @@ class RedundancySystem(ControlSystem):
         dists = {k: make_distribution(raw[k], f"redundancy.{k}", base_dir) for k in need}
         d = raw.get("d", [1])
         d = [d] if isinstance(d, (int, np.integer)) and not isinstance(d, bool) else d
+        d_fix = "give the replication degrees the controller may choose, e.g. [1, 2, 3]"
         if not _is_list(d) or not d or any(isinstance(x, bool) or not isinstance(x, (int, np.integer))
-                                           or not 1 <= x <= servers for x in d) or len(set(d)) != len(d):
-            raise SpecError("redundancy.d", f"must be distinct integers in 1..{servers}, got {brief(d)}",
-                            "give the replication degrees the controller may choose, e.g. [1, 2, 3]")
+                                           or not 1 <= x <= servers for x in d):
+            raise SpecError("redundancy.d", f"must be distinct integers in 1..{servers}, got {brief(d)}", d_fix)
+        check_distinct(d, "redundancy.d", d_fix)
         spec_d = Redundancy(int(servers), kind, copies, tuple(int(x) for x in d), **dists)
         work = dists.get("size") or dists["factor"]  # per-station entry, replaced by the copy law's draws
         out = dict(cfg)

@@ -46,8 +46,8 @@ def test_hand_trace_of_a_deterministic_queue():
 @pytest.mark.parametrize("actions, words", [
     (np.array([1, 1, 1]), r"shape \(3,\)"),
     (np.array([1.0, 0.0]), "dtype float64"),
-    (np.array([1, -1]), r"ints in \[0, 2\)"),
-    (np.array([2, 0]), r"ints in \[0, 2\)"),
+    (np.array([1, -1]), r"action -1 at instance 1 is not in \[0, 2\)"),
+    (np.array([2, 0]), r"action 2 at instance 0 is not in \[0, 2\)"),
     (np.array([[1, 1]]), r"shape \(1, 2\)"),
 ])
 def test_bad_actions_are_refused_before_anything_moves(actions, words):

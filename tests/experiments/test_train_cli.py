@@ -1,6 +1,7 @@
 """experiments/train.py as a new user meets it: Ctrl-C, refusals, one-line errors, strict
 metrics.json, W&B names, --help, the Gymnasium ids, and the settings checks behind them."""
 
+import contextlib
 import importlib.util
 import json
 import math
@@ -295,7 +296,8 @@ def test_the_scenarios_training_block_sets_defaults_a_flag_overrides(tmp_path):
 
     def started(argv):
         args = train.build_parser().parse_args(argv)
-        trainer, _, tuned = train.start(args, train.given_options(argv), said.append)
+        with contextlib.ExitStack() as held:
+            trainer, _, tuned = train.start(args, train.given_options(argv), said.append, held)
         return trainer.config, tuned
 
     base = ["--scenario", str(path), "--out", str(tmp_path / "run"), "--force", "--compare", "off"]
@@ -372,3 +374,43 @@ def test_eval_arrivals_caps_a_control_systems_steady_state_evaluation(tmp_path, 
     assert code == 0, err
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["warmup_steps"] + metrics["window_steps"] <= 400 and 0 < metrics["arrivals"] <= 128 * 400
+
+
+@pytest.mark.parametrize("scenario, flags, named", [
+    ("paper_tandem", ["--cost", "own"], "--cost"),
+    ("paper_tandem", ["--rollout-every", "3"], "--rollout-every"),
+    ("paper_tandem", ["--targets", "rollout"], "--targets"),
+    ("paper_tandem", ["--base", "none"], "--base"),
+    ("redundancy_ps", ["--lam", "3", "--calibrate", "on"], "--lam, --calibrate"),
+    ("redundancy_ps", ["--lam-margin", "0.01"], "--lam-margin"),
+])
+def test_flags_the_system_would_ignore_are_refused(scenario, flags, named, tmp_path, capsys):
+    code, _, err = run_main(train, ["--scenario", scenario, *flags, "--steps", "10", "--out", tmp_path / "x",
+                                    "--compare", "off", "--quiet"], capsys)
+    line = one_line_error(err)
+    assert code == 2 and line.startswith(f"error: {named}: for ") and f"; {scenario} (" in line, line
+    assert "would ignore" in line and "Fix: drop" in line
+
+
+def test_a_run_that_fails_after_training_still_leaves_its_policy(tmp_path, capsys, monkeypatch, mm1_yaml):
+    def broken(*args, **kwargs):
+        raise RuntimeError("evaluation failed")
+    monkeypatch.setattr(train, "evaluate", broken)
+    out = tmp_path / "failed"
+    with pytest.raises(RuntimeError, match="evaluation failed"):
+        train.main(["--scenario", str(mm1_yaml), "--steps", "2000", "--out", str(out), "--lam", "scenario", *SMALL])
+    err = capsys.readouterr().err
+    assert f"{out / 'policy.pt'} holds the trained policy, uncalibrated and unevaluated" in err
+    assert load_file(out / "policy.pt")["format"] == "drl_ac.policy" and (out / "checkpoint.pt").is_file()
+
+
+def test_a_calibration_that_ends_rejecting_everything_says_so(tmp_path, capsys):
+    # a deadline shorter than any service: every admitted job misses it, so only "reject all" meets eps
+    spec = {**MM1, "d_ub": 0.001, "lam": None}
+    path = tmp_path / "hopeless.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    code, _, err = run_main(train, ["--scenario", path, "--steps", "2000", "--num-envs", "32", "--out",
+                                    tmp_path / "run", "--eval-arrivals", "2000", "--compare", "off", "--quiet"],
+                            capsys)
+    assert code == 0, err
+    assert "warning: the calibrated policy rejects every job" in err and "Fix: train longer" in err

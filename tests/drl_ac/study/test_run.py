@@ -134,7 +134,7 @@ def two_loads(tmp_path_factory):
 
 def test_a_smoke_study_writes_every_file_it_says(two_loads):
     result, out = two_loads
-    assert {p.name for p in out.iterdir()} == STUDY_FILES | {"load-0.5", "load-0.9"}
+    assert {p.name for p in out.iterdir()} == STUDY_FILES | {"load-0.5", "load-0.9", ".drl_ac.lock"}
     assert {Path(f).name for f in result["files"]} == STUDY_FILES
     for entry, load in zip(result["loads"], (0.5, 0.9), strict=True):
         folder = out / f"load-{load:g}"

@@ -161,7 +161,7 @@ def test_a_rescue_is_named_kept_through_to_dict_and_dropped_by_actions_that_make
     ({"servers": [2]}, "pools.servers", "two positive integers"),
     ({"speeds": [[1, 0.1], [0.1, 1]]}, "pools.speeds", "did you mean 'types'"),
     ({"actions": [{"pool": 3}]}, "pools.actions[0].pool", "1, 2 or auto"),
-    ({"actions": [{"pool": 1}, {"pool": 1}]}, "pools.actions", "repeated"),
+    ({"actions": [{"pool": 1}, {"pool": 1}]}, "pools.actions[1]", "repeats pools.actions[0] (both are 'pool1')"),
     ({"queue": "head"}, "pools.queue", "back, front"),
     ({"actions": [{"pool": 1, "policy": "replicate", "tau": 0, "queue": "first"}]}, "pools.actions[0].queue",
      "did you mean 'front'"),
