@@ -95,6 +95,8 @@ def calibrate_bias(section: dict, spec: NetworkSpec, target: float, arrivals: in
         m_hi = run(hi)
     m_lo = run(lo)
     while m_lo["violation_judged"] <= target and lo > -1e4 * step:
+        if m_lo["acceptance"] >= 1:  # it accepts every job and meets the target: no bias accepts more
+            return lo, m_lo
         hi, m_hi, lo = lo, m_lo, 2 * lo
         m_lo = run(lo)
     # false position with the Illinois rule: the bound is smooth in the bias (common random

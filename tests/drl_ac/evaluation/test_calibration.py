@@ -88,3 +88,15 @@ def test_a_holdout_reserves_the_later_evaluations_noise():
     assert m["reserve"] == pytest.approx(reserve) and reserve > 0
     assert m["violation_judged"] == pytest.approx(m["violation_upper"] + reserve) and m["violation_judged"] <= spec.eps
     assert threshold_of({**queue_section(spec), "bias": bias}) == 6, (bias, m["violation"], reserve)
+
+
+def test_a_policy_that_accepts_every_job_within_eps_ends_the_search():
+    # a deadline no job misses: the first bias that accepts every job is the answer; the search
+    # no longer doubles the bias a dozen more times (a 200-station tandem: 8 min -> 2.5 min)
+    spec = load_spec("mmc_c1", d_ub=1e6)
+    lines: list[str] = []
+    bias, m = calibrate_bias(queue_section(spec), spec, spec.eps, arrivals=2_000, seed=555, num_envs=20,
+                             progress=lines.append)
+    assert m["acceptance"] == 1.0 and m["violation"] == 0.0
+    # hi, then lo doubled until a bias accepts all (-4: up to 53 waiting), not on to -1e4 x 0.25
+    assert bias == -4.0 and len(lines) == 6, lines
