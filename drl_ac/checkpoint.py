@@ -230,7 +230,10 @@ class LoadedPolicy:
     """Greedy policy from a file: ``policy(obs)`` maps (B, D) observations (laid out by
     ``encoding``) to (B,) actions in ``range(num_actions)``. The section's ``bias`` (and, for
     control, ``default_action`` or ``default_rule``) shape the greedy rule
-    (``drl_ac.learning.qnet.greedy``, ``RuleDefault``)."""
+    (``drl_ac.learning.qnet.greedy``, ``RuleDefault``). An admission policy calibrated to
+    randomise at its margin (``margin``, ``mix``: ``GreedyPolicy``) draws its uniforms from a
+    generator seeded with the section's ``mix_seed``, restarted by ``reset`` (so that candidates
+    of a search see the same draws, and a run is reproducible)."""
 
     def __init__(self, section: dict):
         self.metadata = {k: v for k, v in section.items() if k != "state_dict"}
@@ -240,16 +243,37 @@ class LoadedPolicy:
         self.bias = float(section.get("bias", 0.0))
         self.default = int(section.get("default_action", -1))  # control: see drl_ac.learning.qnet.greedy
         rule = RuleDefault(section["default_rule"]) if section.get("default_rule") else None  # a tuned rule instead
-        self.module = GreedyPolicy(build_qnet(section), self.bias, bool(section.get("admission", True)), self.default,
-                                   rule)
+        admission = bool(section.get("admission", True))
+        self.margin, self.mix = float(section.get("margin", 0.0)), float(section.get("mix", 0.0))
+        self.module = GreedyPolicy(build_qnet(section), self.bias, admission, self.default, rule, self.margin,
+                                   self.mix)
+        self.randomised = admission and self.mix > 0 and self.margin > 0
+        self.mix_seed = int(section.get("mix_seed", 0))
+        self.reset()
 
-    @torch.no_grad()
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
+    def reset(self) -> None:
+        """Restart the uniforms of a randomised policy."""
+        self.rng = np.random.default_rng(self.mix_seed)
+
+    def _tensor(self, obs: np.ndarray) -> torch.Tensor:
         obs = np.asarray(obs)
         if obs.ndim != 2 or obs.shape[1] != self.obs_dim:
             raise ValueError(f"obs: expected shape (B, {self.obs_dim}), got {obs.shape}. Fix: pass the "
                              "observations of the system this policy was trained on (see policy.encoding).")
-        return self.module(torch.from_numpy(obs.astype(np.float32, copy=False))).numpy()
+        return torch.from_numpy(obs.astype(np.float32, copy=False))
+
+    @torch.no_grad()
+    def admit_probability(self, obs: np.ndarray) -> np.ndarray:
+        """P(admit) per row of an admission policy: 1 or 0, except ``mix`` at its margin (what
+        an exact evaluation of the policy, e.g. on a Markov chain, reads)."""
+        return self.module.admit_probability(self.module.qnet(self._tensor(obs)))[1].numpy().astype(float)
+
+    @torch.no_grad()
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        x = self._tensor(obs)
+        if not self.randomised:
+            return self.module(x).numpy()
+        return self.module(x, torch.from_numpy(self.rng.random(x.shape[0], dtype=np.float32))).numpy()
 
 
 def load_policy(path: str | Path) -> LoadedPolicy:
@@ -259,11 +283,13 @@ def load_policy(path: str | Path) -> LoadedPolicy:
 
 def export_policy(section: dict, folder: str | Path) -> list[Path]:
     """The greedy policy as files usable without this project: ``policy.pt2``
-    (``torch.export``) and ``policy.onnx`` (see ``drl_ac.export``)."""
-    module = LoadedPolicy(section).module
-    obs_dim = int(section["obs_dim"])
+    (``torch.export``) and ``policy.onnx`` (see ``drl_ac.export``). An admission policy's
+    graphs take the uniforms ``u`` too (one per row: it admits where ``u < P(admit)``)."""
+    policy = LoadedPolicy(section)
+    module, obs_dim, uniform = policy.module, policy.obs_dim, policy.module.admission
     folder = Path(folder)
-    return [export_program(module, obs_dim, folder / PROGRAM_FILE), export_onnx(module, obs_dim, folder / ONNX_FILE)]
+    return [export_program(module, obs_dim, folder / PROGRAM_FILE, uniform),
+            export_onnx(module, obs_dim, folder / ONNX_FILE, uniform)]
 
 
 def finite_json(obj: Any) -> Any:

@@ -8,6 +8,12 @@ Both formats come from a ``torch.export`` trace (in eval mode) with a dynamic ba
   ``torch.export.load(path).module()(obs) -> actions``.
 * ``export_onnx`` -> ``policy.onnx``, input ``obs`` (float32, (batch, D)), output ``action``
   (int64, (batch,)): ``onnxruntime.InferenceSession(path).run(["action"], {"obs": obs})[0]``.
+
+With ``uniform`` (an admission policy, ``drl_ac.learning.qnet.GreedyPolicy``) both take a
+second input ``u``, float32 (batch,), one uniform draw in [0, 1) per row: the policy admits
+where ``u`` is below its admission probability, which is 1 or 0 except at a randomised
+policy's margin. ``u`` from the caller's seeded generator makes a run reproducible;
+``u = 0.5`` everywhere reads the policy as deterministic where it is.
   Uses the torch.export-based ONNX exporter (the default and only non-deprecated one since
   torch 2.9; the TorchScript-based ``dynamo=False`` path emits a DeprecationWarning), which needs
   the ``onnxscript`` package.
@@ -36,6 +42,7 @@ from torch import nn
 PROGRAM_FILE = "policy.pt2"
 ONNX_FILE = "policy.onnx"
 INPUT_NAME = "obs"
+UNIFORM_NAME = "u"  # a randomised admission policy's draws: one uniform in [0, 1) per row
 OUTPUT_NAME = "action"
 # Opset 18 is the one torch's ONNX function library is written for (no version conversion at
 # export) and is read by every onnxruntime since 1.14; the graph only uses basic operators.
@@ -77,17 +84,21 @@ def _eval_mode(module: nn.Module) -> Iterator[None]:
         module.train(training)
 
 
-def _batch_dims() -> tuple[dict[int, torch.export.Dim], ...]:
-    """``dynamic_shapes`` of the single (B, D) input: B dynamic (named ``batch``), D static."""
-    return ({0: torch.export.Dim("batch", min=1)},)
+def _batch_dims(uniform: bool = False) -> tuple[dict[int, torch.export.Dim], ...]:
+    """``dynamic_shapes`` of the (B, D) input, and of the (B,) uniforms if ``uniform``: B
+    dynamic (named ``batch``, one dimension for both), D static."""
+    batch = torch.export.Dim("batch", min=1)
+    return ({0: batch}, {0: batch}) if uniform else ({0: batch},)
 
 
-def _check_policy(module: nn.Module, obs_dim: int) -> torch.Tensor:
-    """Run ``module`` eagerly on an example batch; fail early if it does not give int64 (B,) actions.
-    Returns the tracing example."""
-    example = torch.zeros(_EXAMPLE_BATCH, obs_dim, dtype=torch.float32)
+def _check_policy(module: nn.Module, obs_dim: int, uniform: bool = False) -> tuple[torch.Tensor, ...]:
+    """Run ``module`` eagerly on an example batch (and uniforms); fail early if it does not give
+    int64 (B,) actions. Returns the tracing example."""
+    example = (torch.zeros(_EXAMPLE_BATCH, obs_dim, dtype=torch.float32),)
+    if uniform:
+        example += (torch.full((_EXAMPLE_BATCH,), 0.5, dtype=torch.float32),)
     with torch.no_grad():
-        out = module(example)
+        out = module(*example)
     if not isinstance(out, torch.Tensor) or out.dtype != torch.int64 or tuple(out.shape) != (_EXAMPLE_BATCH,):
         found = f"{out.dtype} {tuple(out.shape)}" if isinstance(out, torch.Tensor) else type(out).__name__
         raise ValueError(f"{type(module).__name__}: expected int64 actions of shape (B,) for a (B, {obs_dim}) "
@@ -96,12 +107,13 @@ def _check_policy(module: nn.Module, obs_dim: int) -> torch.Tensor:
     return example
 
 
-def exported_program(module: nn.Module, obs_dim: int) -> torch.export.ExportedProgram:
-    """``torch.export`` trace of ``module`` (in eval mode) with a dynamic batch dimension."""
+def exported_program(module: nn.Module, obs_dim: int, uniform: bool = False) -> torch.export.ExportedProgram:
+    """``torch.export`` trace of ``module`` (in eval mode) with a dynamic batch dimension;
+    ``uniform``: it takes the (B,) uniforms of a randomised admission policy too."""
     obs_dim = _check_obs_dim(obs_dim)
     with _eval_mode(module):
-        example = _check_policy(module, obs_dim)
-        return torch.export.export(module, (example,), dynamic_shapes=_batch_dims())
+        example = _check_policy(module, obs_dim, uniform)
+        return torch.export.export(module, example, dynamic_shapes=_batch_dims(uniform))
 
 
 def _out_of_space(exc: BaseException, folder: Path) -> bool:
@@ -139,14 +151,14 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
     return path
 
 
-def export_program(module: nn.Module, obs_dim: int, path: str | Path) -> Path:
+def export_program(module: nn.Module, obs_dim: int, path: str | Path, uniform: bool = False) -> Path:
     """Write ``module`` as a ``torch.export`` program (``.pt2``) with a dynamic batch dimension.
 
     Load with ``torch.export.load(path).module()``; calling that on a float32 (B, D) tensor gives
     the int64 (B,) actions.
     """
     path = _check_suffix(path, ".pt2")
-    program = exported_program(module, obs_dim)
+    program = exported_program(module, obs_dim, uniform)
     # In memory first: torch's archive writer, when the disk fills under it, fails again as it is
     # freed and aborts the whole process; a plain write of the bytes fails cleanly.
     buffer = io.BytesIO()
@@ -166,9 +178,10 @@ class _DropTorchvisionNotice(logging.Filter):
 _ONNX_REGISTRY_LOGGER = "torch.onnx._internal.exporter._registration"
 
 
-def export_onnx(module: nn.Module, obs_dim: int, path: str | Path) -> Path:
-    """Write ``module`` as an ONNX model: input ``obs`` float32 (batch, D), output ``action`` int64
-    (batch,), batch dynamic, weights inside the file (no external data)."""
+def export_onnx(module: nn.Module, obs_dim: int, path: str | Path, uniform: bool = False) -> Path:
+    """Write ``module`` as an ONNX model: input ``obs`` float32 (batch, D) (and ``u`` float32
+    (batch,) if ``uniform``), output ``action`` int64 (batch,), batch dynamic, weights inside
+    the file (no external data)."""
     path = _check_suffix(path, ".onnx")
     obs_dim = _check_obs_dim(obs_dim)
     notice = _DropTorchvisionNotice()
@@ -182,13 +195,16 @@ def export_onnx(module: nn.Module, obs_dim: int, path: str | Path) -> Path:
             # no argument of ours avoids. Only that message is silenced.
             warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",
                                     category=FutureWarning)
+            # obs and u share the batch dimension: torch says it keeps one name for both
+            warnings.filterwarnings("ignore", message=r"# The axis name: batch will not be used", category=UserWarning)
             with _eval_mode(module):
-                example = _check_policy(module, obs_dim)
+                example = _check_policy(module, obs_dim, uniform)
                 # The module itself (not an ExportedProgram) with dynamic_shapes, so that the ONNX
                 # batch dimension is named "batch" rather than an internal symbol ("s35").
                 onnx_program = torch.onnx.export(
-                    module, (example,), input_names=[INPUT_NAME], output_names=[OUTPUT_NAME],
-                    dynamic_shapes=_batch_dims(), opset_version=ONNX_OPSET, dynamo=True,
+                    module, example, input_names=[INPUT_NAME, UNIFORM_NAME][:len(example)],
+                    output_names=[OUTPUT_NAME], dynamic_shapes=_batch_dims(uniform), opset_version=ONNX_OPSET,
+                    dynamo=True,
                     external_data=False, verbose=False)
     finally:
         logger.removeFilter(notice)

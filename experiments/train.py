@@ -87,7 +87,8 @@ FIXED_ON_RESUME = {
 # than a short run's training would hide.
 BACKGROUND_MIN_DECISIONS = 500_000
 # Options of this invocation only (not stored in the checkpoint): repeated in the resume command.
-RUN_OPTIONS = {"--device": "device", "--threads": "threads", "--calibrate": "calibrate", "--compare": "compare",
+RUN_OPTIONS = {"--device": "device", "--threads": "threads", "--calibrate": "calibrate", "--randomise": "randomise",
+               "--confidence": "confidence", "--compare": "compare",
                "--eval-arrivals": "eval_arrivals", "--checkpoint-every": "checkpoint_every",
                "--wandb": "wandb", "--wandb-project": "wandb_project", "--wandb-group": "wandb_group",
                "--quiet": "quiet"}
@@ -162,6 +163,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calibrate", choices=["auto", "on", "off"], default="auto",
                    help="tune the acceptance bias on the learned advantage so violation <= eps - margin "
                         "(auto: on when lam is automatic)")
+    p.add_argument("--randomise", choices=["on", "off"], default="on",
+                   help="with calibration: admit with a calibrated probability in the states between the calibrated "
+                        "bias and the next, too accepting one, so that the violation reaches the target instead of "
+                        "the next step below it (drl_ac.learning.qnet.GreedyPolicy); off: a deterministic policy")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="calibration: the one-sided confidence with which the violation is <= eps (0.5: the point "
+                        "estimate at eps, which the long-run violation then exceeds about half of the time)")
     p.add_argument("--base", choices=["rule", "none"], default="rule",
                    help="a control system (redundancy, pools): rule = tune the rules first and learn the values of "
                         "the best one that can guard, so that the network is that rule improved where its advantage "
@@ -229,6 +237,9 @@ def check_run_options(args: argparse.Namespace) -> None:
                         ("--threads", args.threads)):
         if value < 1:
             raise UsageError(f"{flag} must be an integer >= 1, got {value}. Fix: give a positive value.")
+    if not 0.5 <= args.confidence < 1:
+        raise UsageError(f"--confidence must be in [0.5, 1), got {args.confidence}. Fix: give e.g. 0.95 (a one-sided "
+                         "95% upper bound <= eps) or 0.5 (the point estimate at eps).")
     if args.steps is not None and args.steps < 1:
         raise UsageError(f"--steps must be an integer >= 1, got {args.steps}. Fix: give the number of decisions "
                          "to train for, e.g. --steps 6000000.")
@@ -280,13 +291,13 @@ def check_applicable(spec: NetworkSpec, config: TrainConfig, given: set[str]) ->
     """Refuse flags typed for this run that its system would ignore (the trainer refuses
     ``--reset-backlog`` where it cannot apply): a user who set them expects them to act."""
     admission = spec.system.kind != "control"
-    rules = ((("lam", "lam_eta", "lam_kp", "lam_margin", "calibrate"), admission,
+    rules = ((("lam", "lam_eta", "lam_kp", "lam_margin", "calibrate", "randomise", "confidence"), admission,
               "an admission constraint's multiplier and calibration"),
              (("base", "targets"), not admission, "how a control system (redundancy, pools) learns"),
              (("cost",), spec.objective == "response_time", "a response-time objective's cost"),
              (("rollout_horizon", "rollout_every", "rollout_start"), config.targets == "rollout",
               "rollout targets (--targets rollout on a control system)"))
-    flags = {dest: flag for flag, (dest, _) in FIXED_ON_RESUME.items()} | {"calibrate": "--calibrate"}
+    flags = {dest: flag for flag, (dest, _) in FIXED_ON_RESUME.items()} | {v: k for k, v in RUN_OPTIONS.items()}
     for dests, applies, what in rules:
         typed = [flags[d] for d in dests if d in given]
         if typed and not applies:
@@ -569,13 +580,12 @@ def finish(trainer: Trainer, args: argparse.Namespace, out: Path, tuned: dict | 
     the policy files."""
     config = trainer.config
     if args.calibrate == "on" or (args.calibrate == "auto" and trainer.auto_lam):
-        holdout = None if args.compare == "off" else study.evaluation_arrivals(args.compare)
-        section = calibrated_section(trainer, trainer.spec.eps, arrivals=args.eval_arrivals, holdout=holdout,
-                                     progress=say)
+        section = calibrated_section(trainer, trainer.spec.eps, arrivals=args.eval_arrivals, progress=say,
+                                     randomise=args.randomise == "on", confidence=args.confidence)
         cal = section["calibration"]
-        room = "" if holdout is None else f" + {cal['reserve']:.4f} for the comparison's {holdout} arrivals"
-        print(f"calibrated acceptance bias {section['bias']:.4f}: violation {cal['violation']:.4f}, one-sided "
-              f"{cal['confidence']:.0%} upper bound {cal['violation_upper']:.4f}{room} <= eps {trainer.spec.eps:g} "
+        mixed = "" if not cal["mix"] else f", admitting w.p. {cal['mix']:.4f} {cal['margin']:.4f} below it"
+        print(f"calibrated acceptance bias {section['bias']:.4f}{mixed}: violation {cal['violation']:.4f}, one-sided "
+              f"{cal['confidence']:.0%} upper bound {cal['violation_upper']:.4f} <= eps {trainer.spec.eps:g} "
               f"({cal['arrivals']} arrivals)", file=sys.stderr)
         if cal["acceptance"] == 0:
             print(f"warning: the calibrated policy rejects every job: no bias that accepts any met eps "

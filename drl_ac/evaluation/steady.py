@@ -194,12 +194,6 @@ def _resolved(options: dict) -> dict:
     return given.arguments
 
 
-def first_window_steps(options: dict) -> int:
-    """Decisions per instance of the shortest run ``steady_state(**options)`` can make."""
-    o = _resolved(options)
-    return _first_steps(o["min_steps"], o["chunk"], o["max_steps"])
-
-
 def capped(options: dict, arrivals: int) -> dict:
     """``steady_state`` options whose run stops after about ``arrivals`` arrivals (never fewer
     than ``MIN_BATCHES`` batches per instance: ``num_envs`` x 4 x ``chunk`` at least): a user's

@@ -108,18 +108,40 @@ def rule_of(guard_fields: dict) -> dict:
 
 class GreedyPolicy(nn.Module):
     """What is exported: observation batch (B, D) float32 -> actions (B,) int64. A control
-    policy's default (``greedy``) is one action or, with ``rule``, a tuned rule's per row."""
+    policy's default (``greedy``) is one action or, with ``rule``, a tuned rule's per row.
+
+    An admission policy may randomise at its margin: where the advantage of admitting is at
+    least ``bias`` it admits, where it lies in ``[bias - margin, bias)`` it admits with
+    probability ``mix``, below that it rejects (a constrained MDP's optimum admits with a
+    probability in its marginal states, and so spends the violation budget exactly; a greedy
+    rule can only step between the few violations its states allow). The draw is an input:
+    ``forward(obs, u)`` admits a row where ``u < P(admit)``, ``u`` uniform in [0, 1) per row,
+    so an exported graph is reproducible from the caller's seed; without ``u`` it admits where
+    P(admit) is 1 (the conservative, deterministic part; ``mix`` 0: exactly the greedy rule)."""
 
     def __init__(self, qnet: QNetwork, bias: float = 0.0, admission: bool = True, default: int = -1,
-                 rule: RuleDefault | None = None):
+                 rule: RuleDefault | None = None, margin: float = 0.0, mix: float = 0.0):
         super().__init__()
         self.qnet = qnet
         self.admission = admission
         self.rule = rule
         self.register_buffer("bias", torch.tensor(float(bias)))
         self.register_buffer("default", torch.tensor(int(default)))
+        self.register_buffer("margin", torch.tensor(float(margin)))
+        self.register_buffer("mix", torch.tensor(float(mix)))
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        if self.admission:
-            return greedy(self.qnet(obs), True, self.bias)
-        return greedy(self.qnet(obs), False, self.bias, self.default if self.rule is None else self.rule(obs))
+    def admit_probability(self, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the best admitting action, P(admit)) per row of admission Q-values (B, K)."""
+        best = q[:, 1:].argmax(1) + 1
+        advantage = q.gather(1, best[:, None]).squeeze(1) - q[:, 0]
+        one, zero = torch.ones_like(advantage), torch.zeros_like(advantage)
+        p = torch.where(advantage >= self.bias, one,
+                        torch.where(advantage >= self.bias - self.margin, self.mix.expand_as(advantage), zero))
+        return best, p
+
+    def forward(self, obs: torch.Tensor, u: torch.Tensor | None = None) -> torch.Tensor:
+        if not self.admission:
+            return greedy(self.qnet(obs), False, self.bias, self.default if self.rule is None else self.rule(obs))
+        best, p = self.admit_probability(self.qnet(obs))
+        admit = p >= 1 if u is None else u < p
+        return torch.where(admit, best, torch.zeros_like(best))

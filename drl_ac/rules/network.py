@@ -3,17 +3,18 @@ automatically for a scenario: the rule with the highest acceptance whose violati
 P(d > d_ub | A) stays <= eps, found with common random numbers (every candidate sees the
 same arrivals and service times) so that comparisons between candidates are sharp.
 
-Feasibility is decided with the estimate's noise: a candidate is evaluated on ``arrivals``
-decisions, and while the 95% interval of its violation contains eps the sample doubles
-(the same instances run longer, so samples are nested) up to ``max_arrivals``, where the
-point estimate decides. Rules far from eps are settled cheaply; rules close to it get a
-standard error of about 0.0015 (800k arrivals) instead of being rejected by noise.
+Feasibility is decided with the estimate's noise, as the learned controller's calibration
+decides it: a candidate is feasible when the one-sided 95% upper bound of its violation is
+<= eps (``Tuner`` with ``margin``). It is evaluated on ``arrivals`` decisions, and while the
+one-sided bounds straddle eps the sample doubles (the same instances run longer, so samples
+are nested) up to ``max_arrivals``. Rules far from eps are settled cheaply; rules close to
+it get a standard error of about 0.0015 (800k arrivals).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -32,6 +33,34 @@ class TotalThreshold:
 
     def describe(self) -> str:
         return f"sum q < {self.k}"
+
+
+@dataclass
+class RandomisedThreshold:
+    """Accept iff the total number of waiting jobs is below k, with probability p iff it is k:
+    the form of the constrained optimum (on one M/M/c station exactly the LP's), which spends the violation budget a
+    deterministic threshold leaves. Uniforms come from a generator seeded with ``seed``,
+    restarted by ``reset`` (the tuner calls it before each evaluation: every candidate sees the
+    same uniforms)."""
+
+    k: int
+    p: float
+    seed: int = 0
+    rng: np.random.Generator = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        self.rng = np.random.default_rng(self.seed)
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        total = obs.sum(1)
+        u = self.rng.random(obs.shape[0])
+        return ((total < self.k) | ((total == self.k) & (u < self.p))).astype(np.int64)
+
+    def describe(self) -> str:
+        return f"sum q < {self.k}, at {self.k} w.p. {self.p:.6g}"  # keys the tuner's cache: distinct per p
 
 
 @dataclass
@@ -83,6 +112,26 @@ def tune_total(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_
     return tuner.result(TotalThreshold(lo))
 
 
+def tune_randomised_total(spec: NetworkSpec, start_k: int, arrivals: int = 100_000, seed: int = 777,
+                          num_envs: int = 400, iterations: int = 6, max_k: int = 400,
+                          **tuner_options) -> TuningResult:
+    """From the tuned total threshold ``start_k`` (feasible), the largest p in [0, 1] feasible
+    at state k by bisection (resolution 2^-iterations). If p = 1 is feasible after all (it is
+    k + 1's threshold: another sample can put tune_total below it), k moves up until not."""
+    tuner = Tuner(spec, arrivals, seed, num_envs, **tuner_options)
+    k = start_k
+    while k < max_k and tuner.feasible(RandomisedThreshold(k, 1.0, seed)):
+        k += 1
+    lo, hi = 0.0, 1.0
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if tuner.feasible(RandomisedThreshold(k, mid, seed)) else (lo, mid)
+    rule = RandomisedThreshold(k, lo, seed)
+    result = tuner.result(rule)
+    rule.reset()  # handed over fresh, whatever the tuner ran last: a measurement replays its uniforms
+    return result
+
+
 def tune_weighted(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_envs: int = 400,
                   iterations: int = 12, **tuner_options) -> TuningResult:
     """Bisection on the threshold of the estimated wait w.q, w from ``wait_weights``."""
@@ -131,11 +180,14 @@ def tuned_rules(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777,
     rules tuned for ``spec`` (``progress`` is told of every evaluation; ``tuner_options``: of
     every ``Tuner``, e.g. a smoke run's short ``warmup``); the weighted threshold only where the
     weights differ (else it is the total threshold)."""
+    tuner_options = {"margin": True, **tuner_options}  # the learned controller's calibration holds the same bound
     tuner = Tuner(spec, arrivals, seed, 400, progress=progress, **tuner_options)
     out = {f"always {spec.actions[a]}": tuner.result(ConstantAction(a, f"always {spec.actions[a]}"))
            for a in range(1, spec.num_actions)}
     total = tune_total(spec, arrivals, seed, progress=progress, **tuner_options)
     out.update({"total threshold": total,
+                "randomised total threshold": tune_randomised_total(spec, total.rule.k, arrivals, seed,
+                                                                    progress=progress, **tuner_options),
                 "per-station thresholds": tune_stations(spec, total.rule.k, arrivals, seed, progress=progress,
                                                         **tuner_options)})
     if not np.allclose(wait_weights(spec), wait_weights(spec)[0]):  # equal weights: it is the total threshold

@@ -5,13 +5,13 @@ comparison with a verdict (``compare``), and the study around it (``run``: ``Stu
 from drl_ac.study.compare import (
     BUDGETS,
     EVALUATION,
+    FEASIBLE,
     TUNING,
     VALIDATION,
     BackgroundRules,
     RuleRows,
     Verdict,
     compare,
-    evaluation_arrivals,
     feasible,
     guard,
     guard_candidates,
@@ -26,5 +26,5 @@ from drl_ac.study.compare import (
 from drl_ac.study.run import StudyConfig, at_load, reference_rate, run_study
 
 __all__ = ["BUDGETS", "BackgroundRules", "RuleRows", "EVALUATION", "TUNING", "VALIDATION", "StudyConfig", "Verdict", "at_load", "guard_rule",
-           "compare", "evaluation_arrivals", "feasible", "guard", "guard_candidates", "json_rows", "judge", "measure", "measure_rules", "reference_rate",
+           "FEASIBLE", "compare", "feasible", "guard", "guard_candidates", "json_rows", "judge", "measure", "measure_rules", "reference_rate",
            "run_study", "table", "tune_rules"]

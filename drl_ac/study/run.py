@@ -329,13 +329,13 @@ def candidates(config: StudyConfig, spec: NetworkSpec, tuned: dict, say: Say) ->
     out = []
     for c in taken:
         bias, m = calibrate_bias(c.section, spec, spec.eps, arrivals=arrivals, seed=config.seed + VALIDATION,
-                                 holdout=study.evaluation_arrivals(config.budget))
-        section = {**c.section, "bias": bias,
+                                 randomise=True)
+        section = {**c.section, "bias": bias, "margin": m["margin"], "mix": m["mix"],
                    "calibration": {"target": spec.eps, "confidence": 0.95, "arrivals": m["arrivals"],
                                    "violation": m["violation"], "violation_upper": m["violation_upper"],
-                                   "reserve": m["reserve"],
-                                   "seed": config.seed + VALIDATION}}
-        say(f"calibrated {c.label}: bias {bias:.4f}, violation upper bound {m['violation_upper']:.4f}")
+                                   "margin": m["margin"], "mix": m["mix"], "seed": config.seed + VALIDATION}}
+        say(f"calibrated {c.label}: bias {bias:.4f}, admitting w.p. {m['mix']:.4f} {m['margin']:.4f} below it, "
+            f"violation upper bound {m['violation_upper']:.4f}")
         out.append(Candidate(f"{c.label}, calibrated", section))
     return out, labels
 
@@ -355,7 +355,7 @@ def choose(cands: Sequence, spec: NetworkSpec, seed: int, budget: str, say: Say)
     for c in cands:
         m = steady_state(c.policy(), spec, seed=seed + VALIDATION, **options["evaluation"])
         s = {"label": c.label, head.measure: m[head.measure], f"{head.measure}_ci": m[f"{head.measure}_ci"],
-             "stationary": bool(m["stationary"]), "feasible": study.feasible(m, spec, strict=True)}
+             "stationary": bool(m["stationary"]), "feasible": study.feasible(m, spec)}
         if head.constraint is not None:
             s[head.constraint] = m[head.constraint]
         scored.append(s)

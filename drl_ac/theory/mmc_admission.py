@@ -78,16 +78,23 @@ def _metrics(accept: np.ndarray, p: np.ndarray, meet: np.ndarray, truncation: in
 def threshold_policy(K: int, c: int, mu: float, lam: float, d_ub: float, truncation: int | None = None
                      ) -> AdmissionSolution:
     """Accept iff fewer than K jobs are present: birth-death stationary distribution in closed form."""
-    L = max(truncation or 0, K)
+    return randomised_threshold_policy(K, 0.0, c, mu, lam, d_ub, truncation)
+
+
+def randomised_threshold_policy(K: int, p: float, c: int, mu: float, lam: float, d_ub: float,
+                                truncation: int | None = None) -> AdmissionSolution:
+    """Accept iff fewer than K jobs are present, with probability p iff exactly K: the form of
+    the constrained optimum (it spends the violation budget exactly), in closed form. The chain
+    lives on 0..K (p = 0, ``threshold_policy(K)``) or 0..K + 1 (p > 0; p = 1 is K + 1's)."""
+    L = max(truncation or 0, K + (p > 0))
     n = np.arange(L + 1)
+    accept = np.where(n < K, 1.0, np.where(n == K, p, 0.0))
     log_p = np.zeros(L + 1)
-    rates = lam / (np.minimum(n[1:], c) * mu)
-    log_p[1:] = np.cumsum(np.log(rates))
-    log_p[K + 1:] = -np.inf
-    p = np.exp(log_p - log_p[: K + 1].max())
-    p /= p.sum()
-    accept = (n < K).astype(float)
-    return _metrics(accept, p, meet_probability(n, c, mu, d_ub), L)
+    with np.errstate(divide="ignore"):  # a state never entered: log 0 = -inf
+        log_p[1:] = np.cumsum(np.log(accept[:-1] * lam / (np.minimum(n[1:], c) * mu)))
+    prob = np.exp(log_p - log_p.max())
+    prob /= prob.sum()
+    return _metrics(accept, prob, meet_probability(n, c, mu, d_ub), L)
 
 
 def best_threshold(c: int, mu: float, lam: float, d_ub: float, eps: float, max_k: int = 2000) -> AdmissionSolution:

@@ -150,3 +150,37 @@ def test_bad_arguments(tmp_path, call, name, obs_dim, match):
     with pytest.raises(ValueError, match=match):
         call(argmax_policy(), obs_dim, tmp_path / name)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_randomised_admission_policy_given_the_same_uniforms_decides_alike_in_every_format(tmp_path):
+    from drl_ac.checkpoint import LoadedPolicy, export_policy
+    module = greedy_policy()
+    x = states(5)
+    with torch.no_grad():
+        q = module.qnet(torch.from_numpy(x))
+        advantage = (q[:, 1] - q[:, 0]).numpy()
+    margin = float(np.quantile(advantage, 0.7) - np.quantile(advantage, 0.3))  # 40% of the states mix
+    section = {"obs_dim": D, "num_actions": 2, "admission": True, "hidden": [32, 32], "scale": SCALE,
+               "state_dict": module.qnet.state_dict(), "bias": float(np.quantile(advantage, 0.7)),
+               "margin": margin, "mix": 0.35, "mix_seed": 9, "encoding": None}
+    section.pop("encoding")
+    section["scenario"] = {"stations": [{}] * D}  # a version-1 style layout: D queue lengths
+    pt2, onnx_path = export_policy(section, tmp_path)
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    assert [i.name for i in session.get_inputs()] == ["obs", "u"]
+    u = np.random.default_rng(3).random(len(x), dtype=np.float32)
+    policy = LoadedPolicy(section)
+    with torch.no_grad():
+        want = policy.module(torch.from_numpy(x), torch.from_numpy(u)).numpy()
+        _, p = policy.module.admit_probability(q)
+    mixed = (p > 0) & (p < 1)
+    assert 0.3 < mixed.float().mean() < 0.5 and np.allclose(np.unique(p.numpy()), [0.0, 0.35, 1.0])
+    assert 0.2 < want[mixed.numpy()].mean() < 0.5  # about 35% of the margin states admitted
+    np.testing.assert_array_equal(session.run([OUTPUT_NAME], {INPUT_NAME: x, "u": u})[0], want)
+    np.testing.assert_array_equal(torch.export.load(pt2).module()(torch.from_numpy(x), torch.from_numpy(u)).numpy(),
+                                  want)
+    first = policy(x)  # drl_ac draws u itself, from mix_seed: reproducible after reset
+    policy.reset()
+    np.testing.assert_array_equal(policy(x), first)
+    deterministic = LoadedPolicy({**section, "mix": 0.0})(x)  # no mixing: the greedy rule at the bias
+    np.testing.assert_array_equal(deterministic, (advantage >= section["bias"]).astype(np.int64))

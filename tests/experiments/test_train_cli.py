@@ -183,7 +183,7 @@ def test_bad_resume_and_out_paths_give_one_line(interrupted_run, tmp_path, mm1_y
     (["--steps", "0"], "--steps"), (["--batch-size", "0"], "--batch-size"), (["--hidden", "0"], "--hidden"),
     (["--eval-arrivals", "0"], "--eval-arrivals"), (["--num-envs", "0"], "--num-envs"),
     (["--num-envs", "-5"], "--num-envs"), (["--lr", "-1"], "--lr"), (["--seed", "-1"], "--seed"),
-    (["--threads", "0"], "--threads"), (["--lam", "-2"], "--lam"), (["--lam", "often"], "--lam"),
+    (["--threads", "0"], "--threads"), (["--confidence", "0.3"], "--confidence"), (["--lam", "-2"], "--lam"), (["--lam", "often"], "--lam"),
     (["--steps", "many"], "--steps"), (["--eps", "1.5"], "--eps")])
 def test_bad_flags_are_refused_in_one_line_naming_the_flag(flags, named, tmp_path, capsys):
     code, _, err = run_main(train, ["--out", tmp_path / "run", *flags], capsys)
@@ -383,6 +383,7 @@ def test_eval_arrivals_caps_a_control_systems_steady_state_evaluation(tmp_path, 
     ("paper_tandem", ["--base", "none"], "--base"),
     ("redundancy_ps", ["--lam", "3", "--calibrate", "on"], "--lam, --calibrate"),
     ("redundancy_ps", ["--lam-margin", "0.01"], "--lam-margin"),
+    ("pools", ["--randomise", "off"], "--randomise"),
 ])
 def test_flags_the_system_would_ignore_are_refused(scenario, flags, named, tmp_path, capsys):
     code, _, err = run_main(train, ["--scenario", scenario, *flags, "--steps", "10", "--out", tmp_path / "x",

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from drl_ac.evaluation.metrics import format_metrics
-from drl_ac.evaluation.steady import capped, first_window_steps, stability, steady_state
+from drl_ac.evaluation.steady import capped, stability, steady_state
 from envs import NetworkSpec
 from envs.rollout import accept_all, mser_cut
 from envs.spec import SCENARIO_DIR
@@ -100,8 +100,6 @@ def test_capped_cuts_the_run_to_the_arrivals_asked_never_below_four_batches():
     assert capped(quick, 1_280_000) == {**quick, "min_steps": 1_000, "max_steps": 10_000}
     smoke = {"num_envs": 8, "min_steps": 200, "max_steps": 200, "chunk": 50}
     assert capped(smoke, 10**9) == smoke and capped({}, 0) == {"min_steps": 400, "max_steps": 400}
-    assert first_window_steps(smoke) == 200 and first_window_steps({}) == 2_000  # min_steps 2,000 by default
-    assert first_window_steps({"min_steps": 10}) == 400 and first_window_steps({"max_steps": 300}) == 300
     spec = redundancy_at(5.0)
     m = steady_state(d1, spec, seed=3, **capped({"num_envs": 16}, 16 * 400))
     assert m["warmup_steps"] + m["window_steps"] <= 400 and m["arrivals"] <= 16 * 400

@@ -132,7 +132,8 @@ def test_train_and_evaluate_entry_points(mm1_yaml, tmp_path):
     assert abs(report["acceptance"] - report["throughput"] - (report["violation"] * report["acceptance"])) < 1e-9
     program = torch.export.load(str(out / "policy.pt2")).module()
     obs = np.array([[0.0], [3.0], [30.0]], np.float32)
-    np.testing.assert_array_equal(program(torch.from_numpy(obs)).numpy(), load_policy(out / "policy.pt")(obs))
+    u = torch.full((3,), 0.5)  # an admission graph takes one uniform per row; this policy does not mix
+    np.testing.assert_array_equal(program(torch.from_numpy(obs), u).numpy(), load_policy(out / "policy.pt")(obs))
     bad = subprocess.run([sys.executable, str(ROOT / "experiments/evaluate.py"), "--checkpoint",
                           str(tmp_path / "nope.pt")], capture_output=True, text=True)
     assert bad.returncode != 0 and "no such file" in bad.stderr

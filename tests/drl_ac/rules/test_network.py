@@ -1,18 +1,23 @@
 """Tuned threshold rules and the paper's tabular R-learning."""
 
+import pickle
+
 import numpy as np
 import pytest
 
+from drl_ac.evaluation.metrics import evaluate
 from drl_ac.evaluation.tabular import TabularRLearner, train_tabular
 from drl_ac.learning.store import Experiences
 from drl_ac.rules.network import (
+    RandomisedThreshold,
     StationThresholds,
     TotalThreshold,
     WeightedThreshold,
+    tune_randomised_total,
     tune_total,
     wait_weights,
 )
-from drl_ac.theory.mmc_admission import threshold_policy
+from drl_ac.theory.mmc_admission import randomised_threshold_policy, threshold_policy
 from envs import NetworkSpec, load_spec
 from envs.distributions import Exponential
 
@@ -53,6 +58,52 @@ def test_rules_act_as_described():
     w = wait_weights(load_spec("paper_tandem"))
     assert w == pytest.approx((1.0, 1.0, 1.0))  # E[S]/c = 3/3, 5/5, 2/2
     assert WeightedThreshold(w, 5.5)(obs).tolist() == [1, 0, 1]
+
+
+def test_randomised_threshold_acts_as_described_and_replays_its_uniforms():
+    obs = np.array([[2, 1], [3, 0], [1, 1], [5, 0]] * 2000, np.float32)  # sums 3, 3, 2, 5 with k = 3
+    rule = RandomisedThreshold(3, 0.25, seed=4)
+    first = rule(obs)
+    at_k = obs.sum(1) == 3
+    assert (first[obs.sum(1) < 3] == 1).all() and (first[obs.sum(1) > 3] == 0).all()
+    assert first[at_k].mean() == pytest.approx(0.25, abs=0.02)  # 4000 draws: se 0.007
+    later = rule(obs)
+    assert not np.array_equal(later, first)  # fresh uniforms on each call ...
+    rule.reset()
+    np.testing.assert_array_equal(rule(obs), first)  # ... and the same ones after a reset
+    np.testing.assert_array_equal(RandomisedThreshold(3, 0.25, seed=4)(obs), first)  # the seed decides
+    sent = pickle.loads(pickle.dumps(rule))  # a rule travels to another process mid-stream
+    assert sent == rule
+    np.testing.assert_array_equal(sent(obs), rule(obs))
+    assert RandomisedThreshold(3, 0.0)(obs).tolist() == TotalThreshold(3)(obs).tolist()
+    assert RandomisedThreshold(3, 1.0)(obs).tolist() == TotalThreshold(4)(obs).tolist()
+    assert len({RandomisedThreshold(k, p).describe() for k in (6, 7) for p in (0.0, 0.4213, 0.42135)}) == 6
+
+
+def test_randomised_threshold_simulated_matches_birth_death():
+    # mmc_c1: "sum q < 6, at 6 w.p. 0.5" is "n < 7, at n = 7 w.p. 0.5"; its exact violation
+    # (0.09) is far from both deterministic neighbours' (0.075 for n < 7, 0.107 for n < 8)
+    spec = load_spec("mmc_c1")
+    exact = randomised_threshold_policy(7, 0.5, 1, 1.0, 0.9, 8.0)
+    m = evaluate(RandomisedThreshold(6, 0.5, seed=3), spec, arrivals=200_000, seed=33)
+    assert abs(m["violation"] - exact.violation) < 4 * m["violation_se"]
+    assert abs(m["acceptance"] - exact.acceptance) < 4 * m["acceptance_se"]
+    assert abs(m["objective"] - exact.objective) < 4 * m["objective_se"]
+
+
+def test_randomised_tuning_spends_the_budget_the_threshold_leaves():
+    # mmc_c1 from the tuned total threshold k = 6 (n < 7: exact violation 0.075, objective
+    # 0.0459): the tuned p must be feasible by the exact birth-death figures, within the
+    # tuner's noise (se ~0.002 at its largest sample), and reject fewer jobs that would meet
+    # the deadline than the deterministic threshold (the LP optimum: p 0.78, objective 0.0322)
+    spec = load_spec("mmc_c1")
+    result = tune_randomised_total(spec, 6, arrivals=20_000, warmup=100)  # at most 8 jobs: 100 steps mix
+    rule = result.rule
+    exact = randomised_threshold_policy(rule.k + 1, rule.p, 1, 1.0, 0.9, 8.0)
+    assert rule.k == 6 and 0 < rule.p < 1
+    assert exact.violation <= spec.eps + 0.006
+    assert exact.objective < threshold_policy(7, 1, 1.0, 0.9, 8.0).objective - 0.005
+    assert result.trace[0][0] == "sum q < 6, at 6 w.p. 1"  # k + 1 checked first: the bracket's top
 
 
 def test_tabular_update_matches_eq5_and_eq6_by_hand():

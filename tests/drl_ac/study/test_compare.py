@@ -45,18 +45,22 @@ def test_control_verdicts_by_hand():
 def admission_row(acceptance, violation, se):
     return {"rule": "r", "acceptance": acceptance, "acceptance_se": 0.001, "violation": violation,
             "violation_se": se, "acceptance_ci": [acceptance - 0.002, acceptance + 0.002],
-            "violation_ci": [violation - Z95 * se, violation + Z95 * se], "stationary": True, "stability": STABLE}
+            "violation_ci": [violation - Z95 * se, violation + Z95 * se], "stationary": True, "stability": STABLE,
+            "arrivals": 100_000}
 
 
-def test_admission_feasibility_is_judged_with_its_margin():
+def test_every_policy_is_judged_by_one_criterion_not_significantly_above_eps():
     spec = load_spec("paper_tandem")  # eps 0.1
-    learned = admission_row(0.90, 0.095, 0.002)  # one-sided bound 0.0983 <= 0.1: feasible
-    assert study.feasible(learned, spec, strict=True)
-    assert not study.feasible(admission_row(0.9, 0.099, 0.002), spec, strict=True)  # bound 0.1023
+    assert study.feasible(admission_row(0.9, 0.1030, 0.002), spec)  # lower bound 0.0997 <= 0.1
+    assert not study.feasible(admission_row(0.9, 0.1035, 0.002), spec)  # lower bound 0.1002: significantly above
+    learned = admission_row(0.90, 0.102, 0.002)  # the same test for the learned row as for the rules
     rules = {"greedy": admission_row(0.95, 0.2, 0.002),  # far above eps: never the comparator
-             "total": admission_row(0.88, 0.099, 0.002)}  # not significantly above eps: a comparator
+             "total": admission_row(0.88, 0.099, 0.002)}
     v = study.judge(spec, learned, rules)
-    assert v.best_rule == "total" and v.outcome == "better" and not v.difference["paired"]
+    assert v.best_rule == "total" and v.outcome == "better" and v.learned_feasible and not v.difference["paired"]
+    assert not study.judge(spec, admission_row(0.9, 0.11, 0.002), rules).learned_feasible
+    text = study.table({"learned": {**learned, "rule": "learned"}, **rules}, v, spec)
+    assert f"constraint: every policy {study.FEASIBLE}" in text and "one-sided 95% upper bound <= eps" in text
 
 
 def test_compare_on_pools_includes_every_constant_action():

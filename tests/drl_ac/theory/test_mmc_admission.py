@@ -4,10 +4,12 @@ import math
 
 import numpy as np
 import pytest
+from scipy.optimize import brentq
 
 from drl_ac.theory.mmc_admission import (
     best_threshold,
     meet_probability,
+    randomised_threshold_policy,
     solve,
     solve_lp,
     threshold_policy,
@@ -86,3 +88,46 @@ def test_optimum_is_at_least_as_good_as_best_threshold_and_binds():
         assert det.violation <= 0.1 and det.threshold is not None
         # no threshold one step higher is feasible
         assert threshold_policy(det.threshold + 1, c, mu, lam, d).violation > 0.1
+
+
+@pytest.mark.parametrize("c, mu, lam, d, K", [(1, 1.0, 0.9, 8.0, 7), (3, 1 / 3, 0.95, 10.0, 8)])
+def test_randomised_threshold_is_the_lp_evaluation_of_its_policy(c, mu, lam, d, K):
+    # the LP's balance equations with the policy pinned (x_n = a_n p_n) are an independent
+    # evaluation of the closed form; p = 0 and p = 1 are the thresholds K and K + 1
+    L = K + 4
+    for p in (0.0, 0.3, 0.8, 1.0):
+        pinned = np.where(np.arange(L + 1) < K, 1.0, 0.0)
+        pinned[K] = p
+        lp = solve_lp(c, mu, lam, d, 0.1, truncation=L, fixed_accept=pinned)
+        mine = randomised_threshold_policy(K, p, c, mu, lam, d, truncation=L)
+        np.testing.assert_allclose(mine.stationary, lp.stationary, atol=1e-9)
+        assert (mine.violation, mine.objective, mine.acceptance) == pytest.approx(
+            (lp.violation, lp.objective, lp.acceptance), abs=1e-9)
+    for p, det in ((0.0, K), (1.0, K + 1)):
+        mine, exact = randomised_threshold_policy(K, p, c, mu, lam, d), threshold_policy(det, c, mu, lam, d)
+        assert mine.truncation == exact.truncation and mine.threshold == det
+        assert (mine.violation, mine.objective, mine.acceptance) == (exact.violation, exact.objective, exact.acceptance)
+
+
+def test_randomised_violation_is_continuous_and_increasing_in_p():
+    ps = np.linspace(0, 1, 201)
+    v = np.array([randomised_threshold_policy(7, p, 1, 1.0, 0.9, 8.0).violation for p in ps])
+    steps = np.diff(v)
+    assert (steps > 0).all()
+    assert steps.max() < 2 * (v[-1] - v[0]) / (ps.size - 1)  # no jump: steps of the order of the mean slope
+
+
+@pytest.mark.parametrize("c, mu, lam, d", [(1, 1.0, 0.9, 8.0), (3, 1 / 3, 0.95, 10.0)])  # mmc_c1, mmc_c3
+def test_the_lp_optimum_is_the_best_threshold_randomised_at_its_margin(c, mu, lam, d):
+    # a birth-death chain with one constraint: the optimum accepts below K, randomises at K
+    # (the best deterministic threshold), rejects above, and spends eps exactly
+    opt, det = solve(c, mu, lam, d, 0.1), best_threshold(c, mu, lam, d, 0.1)
+    K = det.threshold
+    p = brentq(lambda q: randomised_threshold_policy(K, q, c, mu, lam, d).violation - 0.1, 0.0, 1.0, xtol=1e-14)
+    best = randomised_threshold_policy(K, p, c, mu, lam, d)
+    assert best.objective == pytest.approx(opt.objective, abs=1e-9)
+    assert best.acceptance == pytest.approx(opt.acceptance, abs=1e-9)
+    np.testing.assert_allclose(opt.accept[:K], 1.0, atol=1e-7)
+    assert opt.accept[K] == pytest.approx(p, abs=1e-6)
+    np.testing.assert_allclose(opt.accept[K + 1:][opt.stationary[K + 1:] > 0], 0.0, atol=1e-7)
+    assert best.objective < det.objective
