@@ -583,7 +583,7 @@ def finish(trainer: Trainer, args: argparse.Namespace, out: Path, tuned: dict | 
         section = calibrated_section(trainer, trainer.spec.eps, arrivals=args.eval_arrivals, progress=say,
                                      randomise=args.randomise == "on", confidence=args.confidence)
         cal = section["calibration"]
-        mixed = "" if not cal["mix"] else f", admitting w.p. {cal['mix']:.4f} {cal['margin']:.4f} below it"
+        mixed = "" if not cal["mix"] else f", and w.p. {cal['mix']:.4f} within {cal['margin']:.4f} below it"
         print(f"calibrated acceptance bias {section['bias']:.4f}{mixed}: violation {cal['violation']:.4f}, one-sided "
               f"{cal['confidence']:.0%} upper bound {cal['violation_upper']:.4f} <= eps {trainer.spec.eps:g} "
               f"({cal['arrivals']} arrivals)", file=sys.stderr)
