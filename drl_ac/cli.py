@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -26,3 +29,46 @@ def progress_printer(quiet: bool) -> Callable[[str], None]:
         if not quiet:
             print(f"[{time.perf_counter() - t0:6.0f} s] {text}", file=sys.stderr, flush=True)
     return say
+
+
+class StopSignals:
+    """Ctrl-C (SIGINT) and SIGTERM (what schedulers and ``docker stop`` send) alike. While
+    ``soft`` (the training loop) the first one only asks the loop to stop after the current
+    step, so that the state is saved whole; otherwise, or the second time, it raises
+    KeyboardInterrupt at once. ``signum`` is the first signal received (the exit code is
+    128 + it)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.soft = False
+        self.previous: dict[int, Any] = {}
+
+    @property
+    def requested(self) -> bool:
+        return self.signum is not None
+
+    @property
+    def name(self) -> str:
+        return "SIGTERM" if self.signum == signal.SIGTERM else "Ctrl-C"
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + (self.signum or signal.SIGINT)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        first = self.signum is None
+        if first:
+            self.signum = signum
+        if not (first and self.soft):
+            raise KeyboardInterrupt
+
+    def __enter__(self) -> StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for s, handler in self.previous.items():
+            signal.signal(s, handler)

@@ -35,10 +35,8 @@ import dataclasses
 import math
 import os
 import shlex
-import signal
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -57,7 +55,7 @@ from drl_ac.checkpoint import (
     save_policy_folder,
     write_json,
 )
-from drl_ac.cli import HelpFormatter, progress_printer
+from drl_ac.cli import HelpFormatter, StopSignals, progress_printer
 from drl_ac.evaluation.calibration import calibrated_section
 from drl_ac.evaluation.metrics import evaluate, format_metrics
 from drl_ac.evaluation.steady import capped, steady_state
@@ -351,49 +349,6 @@ def resume_command(checkpoint: Path, args: argparse.Namespace, given: set[str]) 
             else:
                 parts += [flag, str(value)]
     return shlex.join(parts)
-
-
-class StopSignals:
-    """Ctrl-C (SIGINT) and SIGTERM (what schedulers and ``docker stop`` send) alike. While
-    ``soft`` (the training loop) the first one only asks the loop to stop after the current
-    step, so that the state is saved whole; otherwise, or the second time, it raises
-    KeyboardInterrupt at once. ``signum`` is the first signal received (the exit code is
-    128 + it)."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-        self.soft = False
-        self.previous: dict[int, Any] = {}
-
-    @property
-    def requested(self) -> bool:
-        return self.signum is not None
-
-    @property
-    def name(self) -> str:
-        return "SIGTERM" if self.signum == signal.SIGTERM else "Ctrl-C"
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + (self.signum or signal.SIGINT)
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        first = self.signum is None
-        if first:
-            self.signum = signum
-        if not (first and self.soft):
-            raise KeyboardInterrupt
-
-    def __enter__(self) -> StopSignals:
-        if threading.current_thread() is threading.main_thread():
-            self.previous = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        for s, handler in self.previous.items():
-            signal.signal(s, handler)
 
 
 def start(args: argparse.Namespace, given: set[str], say: Callable[[str], None], held: contextlib.ExitStack
