@@ -24,7 +24,6 @@ import torch
 
 from drl_ac.checkpoint import LoadedPolicy, build_qnet
 from drl_ac.learning.trainer import TrainConfig, Trainer
-from drl_ac.rules.tuning import ConstantAction
 from envs import Driver, NetworkSpec
 from envs.engine import CapacityError
 from envs.rollout import collect
@@ -106,27 +105,6 @@ def choose(candidates: Sequence[Candidate], score: Callable[[Policy], dict]) -> 
     stable = [i for i, s in enumerate(scored) if "unstable" not in s]
     best = min(stable, key=lambda i: scored[i]["mean_response"]) if stable else len(scored) - 1
     return candidates[best], scored
-
-
-@dataclass(frozen=True)
-class Selection:
-    chosen: Candidate
-    scored: list[dict]  # every candidate's validation score, labelled
-    states: np.ndarray  # the default's states on the validation seed (the guards' and deviation's sample)
-
-
-def select_learned(spec: NetworkSpec, configs: Sequence[TrainConfig], snapshots: int, default: int,
-                   quantiles: Sequence[float], score: Callable[[Policy], dict], seed: int, warmup: int,
-                   say: Callable[[str], None] = lambda s: None) -> Selection:
-    """The whole path of this module: train ``configs``, keep ``snapshots`` of each, add each
-    one's variants guarded by ``default`` at ``quantiles`` (advantages read in the default's
-    states on ``seed``, the validation seed), and choose by ``score`` on that seed."""
-    taken = train_snapshots(spec, configs, snapshots, say)
-    states = visited_states(spec, ConstantAction(default), taken[0].section, seed, warmup=warmup)
-    candidates = [g for c in taken for g in (c, *guarded(c, default, states, quantiles))]
-    chosen, scored = choose(candidates, score)
-    say(f"chose {chosen.label} among {len(candidates)}")
-    return Selection(chosen, scored, states)
 
 
 def deviation(policy: Policy, default: int, states: np.ndarray) -> float:

@@ -78,7 +78,14 @@ def measure(policy: Policy, spec: NetworkSpec, seed: int, budget: str = "quick")
     its uniforms in each, so measuring it again repeats its figures exactly."""
     reset = getattr(policy, "reset", lambda: None)
     reset()
-    m = steady_state(policy, spec, seed=seed, per_instance=True, **_budget(budget)["evaluation"])
+    options = _budget(budget)["evaluation"]
+    m = steady_state(policy, spec, seed=seed, per_instance=True, **options)
+    if not m["stationary"]:
+        longer = [b for b, o in BUDGETS.items() if o["evaluation"]["max_steps"] > options["max_steps"]]
+        m["not_stationary"] = (f"no steady state within {options['max_steps']:,} decisions per instance (budget "
+                               f"{budget}); " + (f"budget {longer[0]} runs up to "
+                                                 f"{BUDGETS[longer[0]]['evaluation']['max_steps']:,}" if longer else
+                                                 "no budget here runs longer: steady_state(max_steps=...) does"))
     reset()
     m["stability"] = stability(policy, spec, seed=seed + 1, **_budget(budget)["stability"]).to_dict()
     return m
@@ -132,9 +139,11 @@ def difference(a: dict, b: dict, measure_key: str) -> dict:
 
 @dataclass(frozen=True)
 class Verdict:
-    """``outcome``: ``better``, ``no worse``, ``worse`` or ``no comparator`` (no rule is feasible
-    and stable); ``difference``: learned minus the best rule on the headline, with its 95%
-    interval (``paired``: over instance pairs)."""
+    """``outcome``: ``better``, ``no worse``, ``worse``, ``no comparator`` (no rule is feasible
+    and stable) or ``undecided`` (the learned run reached no steady state within the budget and
+    was not found unstable: its mean is a transient's, so nothing is claimed; ``reason`` says
+    what budget would decide); ``difference``: learned minus the best rule on the headline, with
+    its 95% interval (``paired``: over instance pairs)."""
 
     outcome: str
     headline: str
@@ -144,11 +153,14 @@ class Verdict:
     difference: dict | None
     learned_feasible: bool
     learned_stable: bool  # stationary within the budget and stable from a backlog
+    reason: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     def line(self) -> str:
+        if self.outcome == "undecided":
+            return f"verdict: undecided, no interval: {self.reason}"
         if self.best_rule is None:
             return f"verdict: no tuned rule is feasible and stable; learned {self.headline} {self.learned:.4f}"
         d = self.difference
@@ -165,6 +177,9 @@ def judge(spec: NetworkSpec, learned: dict, rows: dict[str, dict]) -> Verdict:
     sign = 1.0 if head.sense == "max" else -1.0
     ok = {name: m for name, m in rows.items() if "unstable" not in m and _usable(m) and feasible(m, spec)}
     l_feasible, l_stable = feasible(learned, spec), _usable(learned)
+    if not learned.get("stationary", True) and learned["stability"]["verdict"] != "unstable":
+        return Verdict("undecided", head.measure, None, learned[head.measure], None, None, l_feasible, l_stable,
+                       learned.get("not_stationary", "the learned policy's run reached no steady state"))
     if not ok:
         return Verdict("no comparator", head.measure, None, learned[head.measure], None, None, l_feasible, l_stable)
     best = max(ok, key=lambda name: sign * ok[name][head.measure])
@@ -363,13 +378,14 @@ def table_cell(m: dict, spec: NetworkSpec) -> str:
     if "arrivals" not in m:
         return f"unstable ({m['unstable']})"
     head = spec.system.headline
+    stationary = m.get("stationary", True)
     parts = []
     for key in (head.measure, head.constraint):
         if key is not None:
             lo, hi = m[f"{key}_ci"]
-            parts.append(f"{key} {m[key]:.4f} [{lo:.4f}, {hi:.4f}]")
+            parts.append(f"{key} {m[key]:.4f}" + (f" [{lo:.4f}, {hi:.4f}]" if stationary else ""))
     stable = m["stability"]["verdict"]
-    return ", ".join(parts) + f", {stable}" + ("" if m.get("stationary", True) else ", NOT stationary")
+    return ", ".join(parts) + f", {stable}" + ("" if stationary else ", NOT stationary: no interval")
 
 
 def table(rows: dict[str, dict], verdict: Verdict, spec: NetworkSpec) -> str:

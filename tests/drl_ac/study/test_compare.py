@@ -8,6 +8,7 @@ import pytest
 from drl_ac import study
 from drl_ac.evaluation.metrics import Z95
 from drl_ac.rules.tuning import ConstantAction
+from drl_ac.study.compare import table_cell
 from envs import load_spec
 
 STABLE = {"verdict": "stable"}
@@ -154,3 +155,27 @@ def test_a_cells_rule_chains_tuned_in_two_processes_give_the_rules_of_one():
         assert there.tuned[name].metrics["blocking"] == r.metrics["blocking"]
     with pytest.raises(ValueError, match="chain must be None or one of 0..1"):
         study.tune_rules(spec, 3, "smoke", chain=2)
+
+
+def test_a_run_that_reached_no_steady_state_carries_no_interval_and_no_verdict():
+    spec = load_spec("redundancy_ps")
+    rules = {"d = 1": control_row([1.0, 1.1, 0.9, 1.0])}
+    drifting = {**control_row([0.5, 0.6, 0.4, 0.5]), "stationary": False, "stability": {"verdict": "undecided"},
+                "arrivals": 400,
+                "not_stationary": "no steady state within 200 decisions per instance (budget smoke); budget quick "
+                                  "runs up to 16,000"}
+    v = study.judge(spec, drifting, rules)
+    assert v.outcome == "undecided" and v.difference is None and v.best_rule is None
+    assert v.line() == f"verdict: undecided, no interval: {drifting['not_stationary']}"
+    cell = table_cell({**drifting, "rule": "learned"}, spec)
+    assert "[" not in cell and cell.endswith("NOT stationary: no interval")
+    # found unstable from a backlog is a decision: worse, whatever its window read
+    assert study.judge(spec, {**drifting, "stability": {"verdict": "unstable"}}, rules).outcome == "worse"
+
+
+def test_a_measure_too_short_for_its_load_says_what_budget_would_reach_it():
+    spec = study.at_load(load_spec("redundancy_ps"), 0.95)  # d = 1 at load 0.95 relaxes over thousands of arrivals
+    m = study.measure(ConstantAction(0, "always d=1"), spec, seed=3, budget="smoke")
+    assert not m["stationary"]
+    assert m["not_stationary"].startswith("no steady state within 200 decisions per instance (budget smoke); "
+                                          "budget quick runs up to 16,000")
