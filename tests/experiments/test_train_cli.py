@@ -323,7 +323,8 @@ def test_a_control_system_learns_the_values_of_its_best_rule(tmp_path, capsys):
     assert base is not None and "learning the values of the best rule that can guard" in err
     assert (section["config"]["targets"], section["config"]["rollout_horizon"]) == ("rollout", 5)
     comparison = json.loads((out / "comparison.json").read_text())
-    assert comparison["verdict"]["outcome"] in ("better", "no worse", "worse") and "verdict: learned" in stdout
+    # smoke runs are often too short for a steady state: then no verdict is claimed
+    assert comparison["verdict"]["outcome"] in ("better", "no worse", "worse", "undecided") and "verdict: " in stdout
     assert err.count("tuning the rules of") == 1  # tuned once, before training
     with pytest.raises(SystemExit):  # --base cannot change on --resume
         train.main(["--resume", str(out / "checkpoint.pt"), "--base", "none", "--quiet", "--compare", "off"])

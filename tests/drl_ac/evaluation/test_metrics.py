@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from drl_ac.evaluation.metrics import Z95, evaluate, paired_difference
-from drl_ac.evaluation.selection import ConstantAction
+from drl_ac.rules.tuning import ConstantAction
 from drl_ac.theory.pools import PoolsModel, PoolsPolicy, server_time, stability_bound
 from drl_ac.theory.redundancy import gardner_fcfs_mean_response, stability_threshold
 from envs import NetworkSpec

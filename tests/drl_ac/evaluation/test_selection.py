@@ -11,7 +11,6 @@ import torch
 import drl_ac.evaluation.selection as selection
 from drl_ac.evaluation.selection import (
     Candidate,
-    ConstantAction,
     choose,
     deviation,
     guarded,
@@ -20,6 +19,7 @@ from drl_ac.evaluation.selection import (
 )
 from drl_ac.learning.qnet import QNetwork
 from drl_ac.learning.trainer import TrainConfig
+from drl_ac.rules.tuning import ConstantAction
 from envs import NetworkSpec, ObservationEncoding
 from envs.distributions import Exponential
 from envs.engine import CapacityError
