@@ -521,6 +521,8 @@ def compare_with_rules(policy: LoadedPolicy, spec: NetworkSpec, seed: int, budge
     rows, verdict = study.compare(policy, spec, seed, budget, progress=say, tuned=tuned, measured=measured)
     comparison = {"scenario": spec.name, "budget": budget, "seed": seed, "seconds": time.perf_counter() - t0,
                   "verdict": verdict.to_dict(), "rows": study.json_rows(rows)}
+    if spec.system.headline.constraint is not None:
+        comparison["constraint"] = f"every policy {study.FEASIBLE}"
     write_json(out / "comparison.json", comparison)
     print(study.table(rows, verdict, spec))
     print(f"wrote {out / 'comparison.json'}")

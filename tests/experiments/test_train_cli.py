@@ -345,6 +345,8 @@ def test_the_rules_are_tuned_and_measured_beside_a_long_enough_training(tmp_path
     comparison = json.loads((out / "comparison.json").read_text())
     assert "verdict: " in stdout and comparison["verdict"]["outcome"]
     assert len(comparison["rows"]) >= 3 and all("stability" in m for m in comparison["rows"].values())
+    assert comparison["constraint"].startswith("every policy tuned (a rule) or calibrated (the learned)")
+    assert f"constraint: {comparison['constraint']}" in stdout  # the table says the same
 
 
 def test_a_control_system_without_a_base_rule_guards_with_the_rules_of_the_second_process(tmp_path, capsys,
