@@ -106,9 +106,8 @@ class AdmissionVectorEnv(VectorEnv):
         return obs, {}
 
     def step(self, actions):
-        # Checked even on a reset step, which ignores them: a wrong action is never silently dropped.
-        actions = check_actions(actions, (self.num_envs,), self.spec.actions)
-        if self._needs_reset:
+        if self._needs_reset:  # checked though ignored (the driver checks every other step's)
+            check_actions(actions, (self.num_envs,), self.spec.actions)
             obs, info = self.reset()
             zeros = np.zeros(self.num_envs, bool)
             return obs, np.zeros(self.num_envs), zeros, zeros.copy(), info
@@ -117,7 +116,7 @@ class AdmissionVectorEnv(VectorEnv):
         self._episode_step += 1
         truncated = np.full(self.num_envs, self.horizon is not None and self._episode_step >= self.horizon)
         self._needs_reset = bool(truncated[0])
-        return obs, self.rewards(done, actions, step), np.zeros(self.num_envs, bool), truncated, \
+        return obs, self.rewards(done, np.asarray(actions), step), np.zeros(self.num_envs, bool), truncated, \
             {"completed": done.info()}
 
     def rewards(self, done: Outcomes, actions: np.ndarray, step: int) -> np.ndarray:
