@@ -5,18 +5,19 @@ Works for any ``torch.nn.Module`` mapping a float32 observation batch (B, D) to 
 Both formats come from a ``torch.export`` trace (in eval mode) with a dynamic batch dimension:
 
 * ``export_program`` -> ``policy.pt2``:
-  ``torch.export.load(path).module()(obs) -> actions``.
+  ``torch.export.load(path).module()(obs[, u]) -> actions``.
 * ``export_onnx`` -> ``policy.onnx``, input ``obs`` (float32, (batch, D)), output ``action``
   (int64, (batch,)): ``onnxruntime.InferenceSession(path).run(["action"], {"obs": obs})[0]``.
+  Uses the torch.export-based ONNX exporter (the default and only non-deprecated one since
+  torch 2.9; the TorchScript-based ``dynamo=False`` path emits a DeprecationWarning), which needs
+  the ``onnxscript`` package.
 
 With ``uniform`` (an admission policy, ``drl_ac.learning.qnet.GreedyPolicy``) both take a
 second input ``u``, float32 (batch,), one uniform draw in [0, 1) per row: the policy admits
 where ``u`` is below its admission probability, which is 1 or 0 except at a randomised
-policy's margin. ``u`` from the caller's seeded generator makes a run reproducible;
-``u = 0.5`` everywhere reads the policy as deterministic where it is.
-  Uses the torch.export-based ONNX exporter (the default and only non-deprecated one since
-  torch 2.9; the TorchScript-based ``dynamo=False`` path emits a DeprecationWarning), which needs
-  the ``onnxscript`` package.
+policy's margin. ``u`` from the caller's seeded generator makes a run reproducible. Every
+admission policy exported since takes ``u`` (deterministic ones too, so that one call fits
+every admission policy); files exported before take ``obs`` only.
 
 Files are written atomically: to a temporary file in the same folder, fsynced, then renamed over
 ``path``, so a crash mid-write never leaves a half-written file in place of a good one.

@@ -39,6 +39,11 @@ class CapacityError(RuntimeError):
     the table and the per-job clocks of all instances); raised instead of dropping any job."""
 
 
+class JobsBoundError(CapacityError):
+    """An instance would hold more than ``max_jobs`` jobs (a backlog, not the memory of many
+    instances: what an evaluation may score as an overloaded policy)."""
+
+
 class RecordWaits:
     """Observer of the real network: per-station waits go to the job table."""
 
@@ -394,7 +399,7 @@ class Engine:
         if new > self.max_jobs:
             live = self.jobs.live
             worst = int(np.argmax(live.sum(1)))
-            raise CapacityError(
+            raise JobsBoundError(
                 f"instance {worst} holds {int(live[worst].sum())} jobs and the job table may not grow past "
                 f"max_jobs={self.max_jobs}. Fix: the system is probably unstable under this policy "
                 f"({self.spec.system.overload_fix}, or check spec.stability_warning()); or raise max_jobs.")

@@ -145,13 +145,15 @@ def check_actions(actions: Any, shape: tuple[int, ...], names: Sequence[str]) ->
     ``Discrete`` space refuses it, and so is a boolean (which ``Discrete`` takes for 0 or 1: a
     yes is no choice's index); NumPy integer scalars and arrays pass."""
     k = len(names)
-    field = "actions" if shape else "action"
-    fix = (f"Fix: give {'one action per instance' if shape else 'one action'}, an integer: "
-           + ", ".join(f"{i} {name}" for i, name in enumerate(names)) + ".")
     try:
         arr = np.asarray(actions)
     except (TypeError, ValueError):  # ragged lists
         arr = np.asarray(None)
+    if arr.shape == shape and arr.dtype.kind in "iu" and (arr.size == 0 or (arr.min() >= 0 and arr.max() < k)):
+        return arr  # the hot path (every Driver.step): no message built
+    field = "actions" if shape else "action"
+    fix = (f"Fix: give {'one action per instance' if shape else 'one action'}, an integer: "
+           + ", ".join(f"{i} {name}" for i, name in enumerate(names)) + ".")
     if arr.shape != shape or arr.dtype.kind not in "iu":
         want = f"an integer array of shape {shape}" if shape else "an integer"
         kind = f"shape {arr.shape}, dtype {arr.dtype}" if isinstance(actions, np.ndarray) else type(actions).__name__

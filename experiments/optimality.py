@@ -69,6 +69,11 @@ def trained(config: TrainConfig, deadline: float | None) -> Trainer:
     return trainer
 
 
+def relative(value: float, reference: float) -> float:
+    """(value - reference) / reference; NaN where the reference is 0 (nothing to lose)."""
+    return (value - reference) / reference if reference > 0 else float("nan")
+
+
 def learned_exactly(policy: LoadedPolicy, c: int, mu: float, lam: float, spec: NetworkSpec
                     ) -> exact.AdmissionSolution:
     """The policy read as P(admit | n jobs present) (it observes the jobs waiting, max(n - c, 0))
@@ -101,8 +106,8 @@ def compare(scenario: str, steps: int, num_envs: int, seed: int, arrivals: int, 
         ex = learned_exactly(policy, c, mu, lam, spec)
         row["learned"][name] = {
             "confidence": confidence, "mix": section["mix"], "exact_objective": ex.objective,
-            "exact_violation": ex.violation, "gap_to_optimum": (ex.objective - opt.objective) / opt.objective,
-            "gap_to_deterministic": (ex.objective - det.objective) / det.objective,
+            "exact_violation": ex.violation, "gap_to_optimum": relative(ex.objective, opt.objective),
+            "gap_to_deterministic": relative(ex.objective, det.objective),
             **{k: sim[k] for k in ("objective", "objective_ci", "violation", "violation_ci", "acceptance")}}
     return row
 
@@ -168,7 +173,7 @@ def print_mmc(r: dict) -> None:
               for name, m in r["learned"].items()]
     for name, m in named:
         print(f"{r['scenario']:<17}{name:<30}{m['objective']:>10.4f}{m['violation']:>11.4f}{m['acceptance']:>11.4f}"
-              f"{100 * (m['objective'] - opt) / opt:>9.1f}")
+              f"{100 * relative(m['objective'], opt):>9.1f}")
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -182,7 +187,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--arrivals", type=int, default=400_000)
     p.add_argument("--cell-tolerance", type=float, default=CELL_TOLERANCE,
                    help="a cell's learner is calibrated to dropping <= eps + this (0: to eps itself)")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0], help="a learner per seed (M/M/c scenarios)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0],
+                   help="a learner per seed (M/M/c scenarios; a cell row uses the first)")
     p.add_argument("--guarantees", nargs="+", choices=list(GUARANTEES), default=list(GUARANTEES),
                    help="calibrate each learner to eps with a one-sided 95%% upper bound (95) and/or in the point "
                         "estimate (point)")
@@ -209,8 +215,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
             print(f"{scenario:<17}{'learned (simulated)':<22} blocking {sim['blocking']:.4f} "
                   f"[{sim['blocking_ci'][0]:.4f}, {sim['blocking_ci'][1]:.4f}] at dropping {sim['dropping']:.4f}")
             continue
-        for seed in args.seeds:
-            r = compare(scenario, args.steps, args.num_envs, seed, args.arrivals, args.margin, confidences, deadline)
+        for j, seed in enumerate(args.seeds):  # the row's share split between its seeds
+            end = None if deadline is None else t0 + (i + (j + 1) / len(args.seeds)) * share - max(30.0, 0.15 * share)
+            r = compare(scenario, args.steps, args.num_envs, seed, args.arrivals, args.margin, confidences, end)
             rows.append(r)
             print_mmc(r)
     for line in summary([r for r in rows if "best_deterministic" in r]):

@@ -1,16 +1,13 @@
 """Train an admission controller.
 
     python experiments/train.py                      # paper_tandem, eps 0.1, lam tuned automatically + calibrated
-    python experiments/train.py --lam 8              # the paper's fixed multiplier (what paper_tandem's YAML fixes)
     python experiments/train.py --scenario tandem    # true sojourn times
     python experiments/train.py --scenario my_net.yaml --eps 0.05 --out runs/mine
     python experiments/train.py --scenario cell_5g   # a 5G cell (512 instances, 4 updates per step: its training block)
     python experiments/train.py --resume checkpoints/runs/paper_tandem-seed0/checkpoint.pt --steps 12000000
 
-The multiplier lam is tuned automatically by default on every scenario (dual ascent on the
-violation of recent greedy decisions), and the acceptance bias of the final policy is then
-calibrated so that its violation is <= eps with 95% confidence (one-sided upper bound). `--lam 8` fixes the multiplier (the
-paper's setting on paper_tandem), `--lam scenario` uses the scenario's own value.
+lam is tuned by dual ascent on every scenario, then the final policy is calibrated (bias, then
+randomised at the margin) to violation <= eps with a one-sided 95% bound; `--lam 8` fixes lam.
 
 Writes OUT/checkpoint.pt (everything needed to resume, written atomically and refreshed
 during the run), OUT/policy.pt (the greedy policy with scenario, settings and evaluation),
@@ -18,11 +15,10 @@ OUT/policy.pt2 (torch.export) and OUT/policy.onnx (usable without this project) 
 OUT/metrics.json (strict JSON: null where a value is undefined). A new run refuses to
 overwrite a folder that already holds a run unless --force is given.
 
-Ctrl-C (or SIGTERM, what schedulers and `docker stop` send) stops at the next step, saves
-OUT/checkpoint.pt and prints the command that resumes the run (exit code 130, SIGTERM 143);
-a second one stops at once without saving. A run holds OUT's lock file (.drl_ac.lock) while
-it writes there: a second run into the same folder is refused, naming the first. A run that
-fails after training still leaves OUT/policy.pt, the policy it trained. On --resume the
+Ctrl-C (or SIGTERM) stops at the next step, saves OUT/checkpoint.pt and prints the command
+that resumes the run (exit code 130, SIGTERM 143); a second one stops at once. A run locks
+OUT (.drl_ac.lock): a second run into it is refused. A failure after training still leaves
+OUT/policy.pt. On --resume the
 run keeps its settings: only --steps, --device and the output, evaluation and logging
 options may differ.
 """
@@ -330,12 +326,10 @@ def stability_warning(spec: NetworkSpec) -> str | None:
     """One line when the system cannot be stable as its controller starts, else None, in the
     system's words (``spec.system.stability_problem``)."""
     problem = spec.system.stability_problem()
-    if problem is None:
-        return None
-    if spec.system.kind == "admission":
-        return (f"warning: accepting every job is unstable: {problem} (training goes on: the controller has to "
-                "reject jobs to keep the queues finite)")
-    return f"warning: {problem}"
+    if problem is None or spec.system.kind != "admission":
+        return None if problem is None else f"warning: {problem}"
+    return (f"warning: accepting every job is unstable: {problem} (training goes on: the controller has to "
+            "reject jobs to keep the queues finite)")
 
 
 def resume_command(checkpoint: Path, args: argparse.Namespace, given: set[str]) -> str:
@@ -404,7 +398,7 @@ def run(args: argparse.Namespace, given: set[str] | None = None, stop: StopSigna
 
 def train_and_finish(trainer: Trainer, out: Path, tuned: dict | None, args: argparse.Namespace, given: set[str],
                      say: Callable[[str], None], stop: StopSignals) -> dict:
-    config = trainer.config
+    config, started = trainer.config, time.time()
     ckpt = out / "checkpoint.pt"
     warning = stability_warning(trainer.spec)
     if warning:
@@ -415,17 +409,22 @@ def train_and_finish(trainer: Trainer, out: Path, tuned: dict | None, args: argp
     if (args.compare != "off" and (os.cpu_count() or 1) > torch.get_num_threads()
             and config.steps - trainer.decisions >= BACKGROUND_MIN_DECISIONS):
         background = study.BackgroundRules(trainer.spec, config.seed, args.compare, tuned)
+    def close() -> None:  # the run stops here: the rules' processes and the logger with it
+        if background is not None:
+            background.cancel()
+        logger.finish()
+
     try:
         train_loop(trainer, args, ckpt, logger, stop)
     except KeyboardInterrupt:
-        logger.finish()
+        close()
         saved = f"{ckpt} holds the last periodic checkpoint" if ckpt.is_file() else "nothing was saved"
         raise Interrupted(f"interrupted twice ({stop.name}): stopped at once without saving; {saved}.") from None
-    finally:
-        if background is not None and stop.requested:
-            background.cancel()
+    except BaseException:
+        close()
+        raise
     if stop.requested:
-        logger.finish()
+        close()
         raise Interrupted(f"interrupted at {trainer.decisions:,} of {config.steps:,} decisions ({stop.name}); saved "
                           f"{ckpt}. Resume with: {resume_command(ckpt, args, given)}")
     measured = None  # the rules' rows of the comparison, when measured beside training
@@ -445,9 +444,8 @@ def train_and_finish(trainer: Trainer, out: Path, tuned: dict | None, args: argp
                           f"{resume_command(ckpt, args, given)}") from None
     except Exception:
         logger.finish()
-        kept = keep_policy(trainer, out)
-        print(f"error after training: {kept} holds the trained policy, uncalibrated and unevaluated; {ckpt} holds "
-              f"the run (evaluate and export it with: {resume_command(ckpt, args, given)})", file=sys.stderr)
+        print(f"error after training: {keep_policy(trainer, out, started)}; {ckpt} holds the run (evaluate and "
+              f"export it with: {resume_command(ckpt, args, given)})", file=sys.stderr)
         raise
     finally:
         if background is not None:
@@ -503,13 +501,15 @@ def train_loop(trainer: Trainer, args: argparse.Namespace, ckpt: Path, logger: W
         bar.close()
 
 
-def keep_policy(trainer: Trainer, out: Path) -> Path:
-    """OUT/policy.pt from the trainer as it is (a run that failed after training still leaves
-    the policy it trained), unless the run already wrote one."""
+def keep_policy(trainer: Trainer, out: Path, started: float) -> str:
+    """What OUT/policy.pt holds after a failure past training: this run's calibrated policy if
+    it wrote one after ``started`` (``time.time()``), else the trainer's policy as it is,
+    written now (a run never ends without the policy it trained), in words."""
     path = out / "policy.pt"
-    if not path.is_file():
-        save_atomic(trainer.policy_section(), path)
-    return path
+    if path.is_file() and path.stat().st_mtime >= started:
+        return f"{path} holds this run's policy, written before the failure"
+    save_atomic(trainer.policy_section(), path)
+    return f"{path} holds the trained policy, uncalibrated and unevaluated"
 
 
 def compare_with_rules(policy: LoadedPolicy, spec: NetworkSpec, seed: int, budget: str, out: Path,

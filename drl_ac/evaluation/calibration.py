@@ -95,6 +95,8 @@ def calibrate_bias(section: dict, spec: NetworkSpec, target: float, arrivals: in
         m_lo = run(lo)
     if m_lo["violation_upper"] <= target:  # no bias is too accepting
         return lo, m_lo
+    if m_hi["violation_upper"] > target:  # no bias up to the search's limit meets the target
+        return hi, m_hi
     hi, m_hi, lo, m_lo = _false_position(run, lo, m_lo, hi, m_hi, target, iterations, deadline)
     if not randomise:
         return hi, m_hi

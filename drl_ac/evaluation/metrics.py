@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from envs import Driver, NetworkSpec, Outcomes
-from envs.engine import CapacityError
+from envs.engine import CapacityError, JobsBoundError
 from envs.rollout import collect, collect_time, warm_up
 
 Policy = Callable[[np.ndarray], np.ndarray]
@@ -233,6 +233,12 @@ def engine_options(spec: NetworkSpec, max_jobs: int | None = None, probes: bool 
     return {**options, **spec.system.engine_options()}  # a cell: no probes (its measures never read them)
 
 
+def replay(policy: Policy) -> None:
+    """Restart a randomised policy's uniforms (one with ``reset``: a calibrated learned policy,
+    a randomised rule), so that every evaluation of it on a seed gives the same figures."""
+    getattr(policy, "reset", lambda: None)()
+
+
 def overloaded(spec: NetworkSpec, num_envs: int, error: CapacityError) -> dict:
     """The measures of an admission policy under which an instance's queues outgrew the
     system's hopeless backlog: the jobs it admits wait longer and longer, so its long-run
@@ -255,7 +261,7 @@ def unless_overloaded(spec: NetworkSpec, max_jobs: int | None, num_envs: int, ru
     backlog. A bound the caller set (``max_jobs``) still raises ``CapacityError``, as asked."""
     try:
         return run()
-    except CapacityError as exc:
+    except JobsBoundError as exc:  # not the memory bound of many instances: that one says to use fewer
         if max_jobs is not None or spec.system.hopeless_backlog() is None:
             raise
         return overloaded(spec, num_envs, exc)
@@ -302,6 +308,7 @@ def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: i
 
 def _evaluate(policy: Policy, spec: NetworkSpec, arrivals: int, seed: int, num_envs: int, warmup: int | float | str,
               bins: int, options: dict, per_instance: bool, probes: bool) -> dict:
+    replay(policy)
     encoding = getattr(policy, "encoding", None)
     period, cell = spec.period, spec.system.name == "cell"
     if period is not None:
@@ -362,6 +369,7 @@ class SharedStart:
         return unless_overloaded(self.spec, None, num_envs, lambda: self._measure(policy, arrivals, num_envs))
 
     def _measure(self, policy: Policy, arrivals: int, num_envs: int) -> dict:
+        replay(policy)
         if num_envs not in self.warm:
             driver = Driver(self.spec, num_envs, seed=self.seed, encoding=self.encoding,
                             **engine_options(self.spec, probes=False))

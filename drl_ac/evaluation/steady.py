@@ -32,6 +32,7 @@ from drl_ac.evaluation.metrics import (
     engine_options,
     evaluate,
     instance_sums,
+    replay,
     summarize_sums,
     unless_overloaded,
 )
@@ -123,6 +124,7 @@ def steady_state(policy: Policy, spec: NetworkSpec, seed: int = 10_000, num_envs
 
 def _steady_state(policy: Policy, spec: NetworkSpec, seed: int, num_envs: int, chunk: int, rel_se: float,
                   min_steps: int, max_steps: int, per_instance: bool, options: dict, start: dict | None) -> dict:
+    replay(policy)
     driver = Driver(spec, num_envs, seed=seed, encoding=getattr(policy, "encoding", None), **options)
     eng = driver.engine
     if start is not None:

@@ -69,8 +69,7 @@ class Tuner:
     def evaluate(self, rule, arrivals: int) -> dict:
         key = (rule.describe(), arrivals)
         if key not in self.cache:
-            if hasattr(rule, "reset"):  # a randomised rule replays the same uniforms: common random numbers
-                rule.reset()
+            # (a randomised rule replays its uniforms in each evaluation: common random numbers)
             m = evaluate(rule, self.spec, arrivals=arrivals, seed=self.seed, num_envs=self.num_envs, bins=self.bins,
                          warmup=self.warmup, probes=False)  # the search reads acceptance and the constraint only
             self.cache[key] = m

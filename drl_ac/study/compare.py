@@ -11,8 +11,9 @@ The path (the same for a network, a cell, redundancy-d and two pools):
    significantly exceeded) and stable, and says whether the learned controller is
    ``better`` (the paired 95% interval of the difference on the headline is entirely on
    the good side), ``no worse`` (it contains 0) or ``worse``; a learned controller that is
-   unstable or whose constraint's one-sided 95% bound exceeds eps is ``worse`` whatever its
-   headline.
+   unstable, overloaded or significantly above eps (``FEASIBLE``, the test every row takes)
+   is ``worse`` whatever its headline, and one whose run reached no steady state within the
+   budget is ``undecided``.
 
 Seeds: a run with seed s tunes on s + TUNING, chooses among learned candidates on
 s + VALIDATION and compares on s + EVALUATION (``drl_ac.evaluation.selection``), so the
@@ -30,7 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from drl_ac import rules
-from drl_ac.evaluation.metrics import Z95, Z95_ONE_SIDED, paired_difference
+from drl_ac.evaluation.metrics import Z95, Z95_ONE_SIDED, paired_difference, replay
 from drl_ac.evaluation.selection import (
     EVALUATION,
     TUNING,
@@ -76,17 +77,15 @@ def measure(policy: Policy, spec: NetworkSpec, seed: int, budget: str = "quick")
     """``policy``'s steady-state measures on ``seed`` (per-instance sums kept for pairing) and
     its stability verdict under ``stability``. A randomised policy (one with ``reset``) replays
     its uniforms in each, so measuring it again repeats its figures exactly."""
-    reset = getattr(policy, "reset", lambda: None)
-    reset()
     options = _budget(budget)["evaluation"]
     m = steady_state(policy, spec, seed=seed, per_instance=True, **options)
-    if not m["stationary"]:
+    if not m["stationary"] and not m.get("overloaded"):
         longer = [b for b, o in BUDGETS.items() if o["evaluation"]["max_steps"] > options["max_steps"]]
         m["not_stationary"] = (f"no steady state within {options['max_steps']:,} decisions per instance (budget "
                                f"{budget}); " + (f"budget {longer[0]} runs up to "
                                                  f"{BUDGETS[longer[0]]['evaluation']['max_steps']:,}" if longer else
                                                  "no budget here runs longer: steady_state(max_steps=...) does"))
-    reset()
+    replay(policy)  # as steady_state did: the stability run replays the same draws
     m["stability"] = stability(policy, spec, seed=seed + 1, **_budget(budget)["stability"]).to_dict()
     return m
 
@@ -177,7 +176,9 @@ def judge(spec: NetworkSpec, learned: dict, rows: dict[str, dict]) -> Verdict:
     sign = 1.0 if head.sense == "max" else -1.0
     ok = {name: m for name, m in rows.items() if "unstable" not in m and _usable(m) and feasible(m, spec)}
     l_feasible, l_stable = feasible(learned, spec), _usable(learned)
-    if not learned.get("stationary", True) and learned["stability"]["verdict"] != "unstable":
+    if learned.get("overloaded"):  # scored violation 1: infeasible, a decision
+        l_feasible = False
+    elif not learned.get("stationary", True) and learned["stability"]["verdict"] != "unstable":
         return Verdict("undecided", head.measure, None, learned[head.measure], None, None, l_feasible, l_stable,
                        learned.get("not_stationary", "the learned policy's run reached no steady state"))
     if not ok:
@@ -377,6 +378,8 @@ def table_cell(m: dict, spec: NetworkSpec) -> str:
     """The headline (and its constraint) with 95% intervals, and the stability verdict."""
     if "arrivals" not in m:
         return f"unstable ({m['unstable']})"
+    if m.get("overloaded"):
+        return f"OVERLOADED (violation scored 1), {m['stability']['verdict']}"
     head = spec.system.headline
     stationary = m.get("stationary", True)
     parts = []

@@ -23,6 +23,7 @@ from envs.errors import SpecError
 from envs.systems.base import Headline, System, control_headline, control_measures
 
 BACKLOG_MARGIN = 32  # see NetworkSystem.hopeless_backlog
+ENGINE_MAX_JOBS = 1 << 16  # envs.engine.Engine's default max_jobs
 ADMISSION = Headline("acceptance", "max", "violation", "acceptance", "P(deadline missed | accepted)")
 
 
@@ -89,15 +90,15 @@ class NetworkSystem(System):
     def hopeless_backlog(self) -> int | None:
         """Admission: a power of two at least ``BACKLOG_MARGIN`` times the jobs the stations can
         finish within the deadline (sum of servers x d_ub / mean service, the largest class
-        deadline), and at least 2,048. A policy that lets an instance hold that many admits
-        jobs that all miss the deadline; stopping there bounds the memory and time of judging
+        deadline), at least 2,048 and at most the engine's own bound. A policy that lets an
+        instance hold that many admits jobs that all miss the deadline; stopping there bounds the memory and time of judging
         it (an overloaded system fills the engine's 65,536-slot table only after minutes)."""
         spec = self.spec
         if not spec.admission:
             return None
         d_ub = float(np.max(spec.class_deadlines()))
         servable = sum(s.servers * d_ub / s.service.mean for s in spec.stations)
-        return max(2048, 1 << math.ceil(math.log2(max(BACKLOG_MARGIN * servable, 1.0))))
+        return min(ENGINE_MAX_JOBS, max(2048, 1 << math.ceil(math.log2(max(BACKLOG_MARGIN * servable, 1.0)))))
 
     # ------------------------------------------------------------------ stability
     def entry_loads(self) -> tuple[list[str], np.ndarray]:

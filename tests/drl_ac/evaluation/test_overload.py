@@ -79,3 +79,15 @@ def test_calibration_of_an_untrained_policy_on_an_overloaded_system_ends_feasibl
     assert time.perf_counter() - t0 < 120
     assert m["violation_upper"] <= 0.1 and "overloaded" not in m
     assert lines and all(line.startswith("calibration: bias ") for line in lines)
+
+
+def test_the_memory_bound_of_many_instances_is_not_an_overload(overloaded):
+    # a stable policy whose table outgrows max_bytes: the engine's own error (use fewer instances), not "overloaded"
+    from envs import Driver
+    from envs.rollout import collect
+    from drl_ac.evaluation.metrics import unless_overloaded
+    driver = Driver(overloaded, 64, seed=3, max_bytes=1 << 14, max_jobs=overloaded.system.hopeless_backlog())
+    with pytest.raises(CapacityError, match="max_bytes"):
+        unless_overloaded(overloaded, None, 64, lambda: collect(driver, lambda obs: (obs.sum(1) < 200).astype(int),
+                                                                400))
+    assert NetworkSpec.from_dict({**TANDEM, "d_ub": 1e6}).system.hopeless_backlog() == 1 << 16  # the engine's bound
