@@ -83,9 +83,9 @@ def test_calibration_of_an_untrained_policy_on_an_overloaded_system_ends_feasibl
 
 def test_the_memory_bound_of_many_instances_is_not_an_overload(overloaded):
     # a stable policy whose table outgrows max_bytes: the engine's own error (use fewer instances), not "overloaded"
+    from drl_ac.evaluation.metrics import unless_overloaded
     from envs import Driver
     from envs.rollout import collect
-    from drl_ac.evaluation.metrics import unless_overloaded
     driver = Driver(overloaded, 64, seed=3, max_bytes=1 << 14, max_jobs=overloaded.system.hopeless_backlog())
     with pytest.raises(CapacityError, match="max_bytes"):
         unless_overloaded(overloaded, None, 64, lambda: collect(driver, lambda obs: (obs.sum(1) < 200).astype(int),
