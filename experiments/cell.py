@@ -52,7 +52,7 @@ import torch
 
 from drl_ac.checkpoint import finite_json, load_file, load_policy, save_atomic, save_policy_folder
 from drl_ac.cli import HelpFormatter
-from drl_ac.evaluation.calibration import calibrate_bias
+from drl_ac.evaluation.calibration import calibrate_bias, calibrated
 from drl_ac.evaluation.metrics import evaluate
 from drl_ac.learning.learner import LearnerConfig
 from drl_ac.learning.trainer import TrainConfig, Trainer
@@ -131,10 +131,7 @@ def learn(scenario: str, eps: float | None, seed: int, num_envs: int, updates_pe
     section = trainer.policy_section()
     bias, m = calibrate_bias(section, spec, spec.eps, arrivals=calibration_arrivals, seed=VALIDATION_SEED,
                              num_envs=calibration_envs, iterations=6, deadline=calibration_deadline)
-    section["bias"] = bias
-    section["calibration"] = {"target": spec.eps, "confidence": 0.95, "arrivals": m["arrivals"],
-                              "violation": m["violation"], "violation_upper": m["violation_upper"],
-                              "seed": VALIDATION_SEED}
+    section = calibrated(section, bias, m, spec.eps, seed=VALIDATION_SEED)
     path = save_atomic(section, Path(folder) / f"learner-seed{seed}.pt")
     return {"seed": seed, "path": str(path), "decisions": trainer.decisions, "lam": trainer.lam,
             "rbar": float(trainer.learner.rbar), "bias": bias, "train_seconds": t1 - t0,

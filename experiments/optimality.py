@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from drl_ac.checkpoint import LoadedPolicy
-from drl_ac.evaluation.calibration import calibrate_bias, calibrated_section
+from drl_ac.evaluation.calibration import calibrate_bias, calibrated, calibrated_section
 from drl_ac.evaluation.metrics import evaluate
 from drl_ac.learning.trainer import TrainConfig, Trainer
 from drl_ac.theory import mmc_admission as exact
@@ -142,8 +142,8 @@ def compare_cell(scenario: str, steps: int, num_envs: int, updates_per_step: int
                                   updates_per_step=updates_per_step), deadline)
     section = trainer.policy_section()
     target = spec.eps + tolerance
-    section["bias"], cal = calibrate_bias(section, spec, target, arrivals=arrivals, seed=seed + 5_000, randomise=True)
-    section["margin"], section["mix"] = cal["margin"], cal["mix"]
+    bias, cal = calibrate_bias(section, spec, target, arrivals=arrivals, seed=seed + 5_000, randomise=True)
+    section = calibrated(section, bias, cal, target)
     policy = LoadedPolicy(section)
     obs = chain_observations(chain, spec.cell, policy.encoding.cell_layout())
     admit = policy.admit_probability(obs.reshape(-1, obs.shape[-1])).reshape(obs.shape[:2])

@@ -136,12 +136,17 @@ def calibrated_section(trainer, target: float, arrivals: int = 200_000, confiden
     at the margin) calibrated so that the violation is <= ``target`` (normally eps) with
     ``confidence`` (0.5: the point estimate; ``calibrate_bias``)."""
     section = trainer.policy_section()
-    section["bias"], m = calibrate_bias(section, trainer.spec, target, arrivals=arrivals,
-                                        seed=trainer.config.seed + 5_000, confidence=confidence, progress=progress,
-                                        randomise=randomise)
-    section["margin"], section["mix"] = m["margin"], m["mix"]
-    section["calibration"] = {"target": target, "confidence": confidence, "arrivals": m["arrivals"],
-                              "acceptance": m["acceptance"], "violation": m["violation"],
-                              "violation_upper": m["violation_upper"],
-                              "margin": m["margin"], "mix": m["mix"]}
-    return section
+    bias, m = calibrate_bias(section, trainer.spec, target, arrivals=arrivals, seed=trainer.config.seed + 5_000,
+                             confidence=confidence, progress=progress, randomise=randomise)
+    return calibrated(section, bias, m, target, confidence)
+
+
+def calibrated(section: dict, bias: float, m: dict, target: float, confidence: float = 0.95, **record) -> dict:
+    """``section`` at the operating point ``calibrate_bias`` found (``bias``; its evaluation
+    ``m`` holds ``margin`` and ``mix``), with a record of it under ``calibration`` (``record``:
+    more of it, e.g. the seed)."""
+    return {**section, "bias": bias, "margin": m["margin"], "mix": m["mix"],
+            "calibration": {"target": target, "confidence": confidence, "arrivals": m["arrivals"],
+                            "acceptance": m["acceptance"], "violation": m["violation"],
+                            "violation_upper": m["violation_upper"], "margin": m["margin"], "mix": m["mix"],
+                            **record}}

@@ -302,7 +302,7 @@ def at_load(spec: NetworkSpec, load: float) -> NetworkSpec:
 # ---------------------------------------------------------------- one load
 def candidates(config: StudyConfig, spec: NetworkSpec, tuned: dict, say: Say) -> tuple[list, list[str]]:
     """The learned candidates of a study (the module's step 4) and the snapshots' labels."""
-    from drl_ac.evaluation.calibration import calibrate_bias
+    from drl_ac.evaluation.calibration import calibrate_bias, calibrated
     from drl_ac.evaluation.selection import VALIDATION, Candidate, train_snapshots
     from drl_ac.learning.qnet import rule_of
     from envs import ObservationEncoding
@@ -330,11 +330,8 @@ def candidates(config: StudyConfig, spec: NetworkSpec, tuned: dict, say: Say) ->
     for c in taken:
         bias, m = calibrate_bias(c.section, spec, spec.eps, arrivals=arrivals, seed=config.seed + VALIDATION,
                                  randomise=True)
-        section = {**c.section, "bias": bias, "margin": m["margin"], "mix": m["mix"],
-                   "calibration": {"target": spec.eps, "confidence": 0.95, "arrivals": m["arrivals"],
-                                   "violation": m["violation"], "violation_upper": m["violation_upper"],
-                                   "margin": m["margin"], "mix": m["mix"], "seed": config.seed + VALIDATION}}
-        say(f"calibrated {c.label}: bias {bias:.4f}, admitting w.p. {m['mix']:.4f} {m['margin']:.4f} below it, "
+        section = calibrated(c.section, bias, m, spec.eps, seed=config.seed + VALIDATION)
+        say(f"calibrated {c.label}: bias {bias:.4f}, and w.p. {m['mix']:.4f} within {m['margin']:.4f} below it, "
             f"violation upper bound {m['violation_upper']:.4f}")
         out.append(Candidate(f"{c.label}, calibrated", section))
     return out, labels
