@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.cellspec import NEVER
 from envs.observation import ObservationEncoding
 from envs.spec import NetworkSpec
+from envs.systems.cell.spec import NEVER
 
 
 def observation_high(spec: NetworkSpec, encoding: ObservationEncoding, max_jobs: int) -> np.ndarray:

@@ -8,7 +8,7 @@ loop over instances or jobs.
 * Pending events: one array ``next_event`` (B, E); each station kind (``envs.kinds``) owns
   a block of its columns. The earliest event of every instance is one argmin; the kind
   owning it handles it and reports jobs that finished at a station; the dispatch rule
-  (``envs.dispatch``) says where they go next.
+  (``System.routing``) says where they go next.
 * Every job's randomness (class, service at every station, route) is drawn when it
   arrives at the network, before the decision, into the job table (``envs.jobs``): a probe
   (``envs.probe``) therefore replays exactly what the real network would have drawn.
@@ -25,9 +25,7 @@ import functools
 import numpy as np
 
 from envs.arrivals import ClassArrivals
-from envs.dispatch import make_routing
 from envs.jobs import Column, SlotTable, extend
-from envs.kinds import KINDS
 from envs.kinds.base import State
 from envs.outcomes import Outcomes
 from envs.probe import Probe
@@ -77,7 +75,7 @@ class Engine:
         self.max_jobs = int(max_jobs)
         self.max_bytes = int(max_bytes)
         self._initial_capacity = int(capacity)
-        self.routing = make_routing(spec)
+        self.routing = spec.system.routing()
         # generic hooks of a dispatch rule: its own event columns (timers) and service starts
         self.on_start = getattr(self.routing, "started", None)
         self.kinds = []
@@ -85,7 +83,7 @@ class Engine:
         offset = 0
         for name in dict.fromkeys(st.kind for st in spec.stations):
             members = [n for n, st in enumerate(spec.stations) if st.kind == name]
-            kind = KINDS[name].build(spec, members, [spec.stations[n].servers for n in members], offset, self.N)
+            kind = spec.system.station_class(name).build(spec, members, [spec.stations[n].servers for n in members], offset, self.N)
             self.station_kind[members] = len(self.kinds)
             self.kinds.append(kind)
             offset += kind.slots

@@ -5,7 +5,7 @@ Admission (the paper's eq. 7): its long-run average is the Lagrangian
     r_lam(pi) = -P(R, success) + lam * P(A) * (P(success | A) - (1 - eps)).
 
 A cell's goal is *min blocking* s.t. P(dropped | admitted) <= eps (docs/systems/cell.md, and the LP of
-``drl_ac.theory.cell``). Its Lagrangian, blocking + lam (drops - eps admissions) per decision,
+``envs.systems.cell.theory``). Its Lagrangian, blocking + lam (drops - eps admissions) per decision,
 is paid per step (``blocking_reward``, with ``cell_charges``):
 
     r_lam = -1{the UE arriving now is blocked} + lam * (eps * 1{it is carried}

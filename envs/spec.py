@@ -22,14 +22,13 @@ from envs.distributions import Distribution, make_distribution, read_text_file
 from envs.errors import SpecError, as_number, brief, check_distinct, check_keys, did_you_mean
 
 if TYPE_CHECKING:
-    from envs.cellspec import CellSpec
     from envs.systems import System
-    from envs.systems.pools import Pools
-    from envs.systems.redundancy import Redundancy
+    from envs.systems.cell.spec import CellSpec
+    from envs.systems.pools.system import Pools
+    from envs.systems.redundancy.system import Redundancy
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 DELAY_MEASURES = ("sojourn", "paper")
-STATION_KINDS = ("fcfs", "ps", "cell")
 OBJECTIVES = ("admission", "response_time", "deadline")
 REJECT, ACCEPT = "reject", "accept"
 EXIT = "exit"
@@ -102,7 +101,7 @@ class NetworkSpec:
     classes: tuple[JobClass, ...] = ()
     redundancy: Redundancy | None = None  # redundancy-d (envs.systems.redundancy): N servers, d copies per job
     pools: Pools | None = None  # two server pools (envs.systems.pools)
-    cell: CellSpec | None = None  # a 5G cell (envs.cellspec): one station of kind cell, a job class per UE type
+    cell: CellSpec | None = None  # a 5G cell (envs.systems.cell.spec): one station of kind cell, a job class per UE type
     training: tuple[tuple[str, int | str], ...] = ()  # train.py's defaults for this scenario (TRAINING_KEYS), tuned once
 
     def __post_init__(self) -> None:
@@ -477,6 +476,8 @@ def _training(cfg: Any) -> tuple[tuple[str, int | str], ...]:
 
 
 def _validate(spec: NetworkSpec) -> None:
+    from envs.systems import SYSTEMS
+
     n = len(spec.stations)
     system = spec.system
     for i, st in enumerate(spec.stations):
@@ -486,10 +487,12 @@ def _validate(spec: NetworkSpec) -> None:
         _station_name(st.name, f"stations[{i}].name")
         if st.servers < 1:
             raise SpecError(f"stations[{i}].servers", f"must be >= 1, got {st.servers}", "give 1 or more servers")
-        if st.kind in STATION_KINDS and st.kind not in system.station_kinds:
-            raise SpecError(f"stations[{i}].kind", "a cell is described by a 'cell:' block, not a station",
-                            "write the cell as a top-level 'cell:' block (see envs/cellspec.py)")
-        if st.kind not in STATION_KINDS:
+        owner = next((cls for cls in SYSTEMS.values() if st.kind in cls.station_kinds), None)
+        if owner is not None and owner.block is not None and st.kind not in system.station_kinds:
+            raise SpecError(f"stations[{i}].kind", f"a {owner.name} is described by a '{owner.block}:' block, "
+                            "not a station", f"write the {owner.name} as a top-level '{owner.block}:' block "
+                            f"(docs/systems/{owner.name}.md)")
+        if owner is None:
             guess = did_you_mean(st.kind, system.station_kinds)
             raise SpecError(f"stations[{i}].kind", f"unknown station kind {brief(st.kind)}",
                             (f"did you mean '{guess}'? " if guess else "")

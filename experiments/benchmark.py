@@ -29,10 +29,10 @@ from pathlib import Path
 import numpy as np
 
 from drl_ac.evaluation.metrics import phase_offsets, relaxation_time
-from drl_ac.rules.network import TotalThreshold
 from envs import Driver, Engine, NetworkSpec, load_spec
 from envs.distributions import Exponential
 from envs.rollout import accept_all, collect
+from envs.systems.network.rules import TotalThreshold
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -142,7 +142,7 @@ def redundancy_table(num_envs: int = 4096, decisions: int = 400_000) -> None:
 def pools_table(num_envs: int = 4096, decisions: int = 400_000) -> None:
     """Two pools (docs/systems/pools.md): 2 + 2 servers, speeds [[1, 0.1], [0.1, 1]], signal q = 0.8,
     replicate after tau = 1 in service (timers armed and firing), load 0.6 of the formula's bound."""
-    from drl_ac.theory.pools import PoolsModel, PoolsPolicy, stability_bound
+    from envs.systems.pools.theory import PoolsModel, PoolsPolicy, stability_bound
     bound = stability_bound(PoolsModel((0.5, 0.5), ((1.0, 0.1), (0.1, 1.0)), (2, 2)),
                             PoolsPolicy(knowledge="signal", q=0.8, action="replicate", tau=1.0))
     spec = NetworkSpec.from_dict({"name": "pools", "arrival": {"dist": "exponential", "rate": 0.6 * bound},

@@ -7,7 +7,7 @@ controller, overall, per UE type and per hour, on the same fresh arrivals.
 
 Jobs, --jobs processes at once, each started as soon as what it needs is done:
   * rules, each tuned on the tuning seed for the lowest blocking at dropping <= eps with its
-    one-sided 95% margin (drl_ac.rules.cell): PRB threshold, then per-type
+    one-sided 95% margin (envs.systems.cell.rules): PRB threshold, then per-type
     thresholds from it; guard channel, then fractional guard channel; with a daily profile,
     per-type thresholds re-tuned per hour from the per-type ones. A search cut by its
     deadline keeps the best rule found so far (``complete`` false in the JSON);
@@ -56,8 +56,9 @@ from drl_ac.evaluation.calibration import calibrate_bias, calibrated
 from drl_ac.evaluation.metrics import evaluate
 from drl_ac.learning.learner import LearnerConfig
 from drl_ac.learning.trainer import TrainConfig, Trainer
-from drl_ac.rules import cell as cb
 from envs import NetworkSpec, load_spec
+from envs.systems.cell import CellSystem
+from envs.systems.cell import rules as cb
 
 ROOT = Path(__file__).resolve().parents[1]
 TUNING_SEED, VALIDATION_SEED, EVALUATION_SEED = 777, 555, 20_000
@@ -406,7 +407,7 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"[{time.perf_counter() - t_start:6.1f} s] {text}", file=sys.stderr, flush=True)
 
     spec = scenario_spec(args.scenario, args.eps)
-    if spec.system.name != "cell":
+    if not isinstance(spec.system, CellSystem):
         sys.exit(f"error: {args.scenario} is not a cell. Fix: give a scenario with a 'cell:' block.")
     out = args.out
     work = out / "work"

@@ -20,6 +20,7 @@ candidate goes to stderr (--quiet: none), the table (or JSON) to stdout.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -29,6 +30,7 @@ from drl_ac.checkpoint import CheckpointError, finite_json, load_policy
 from drl_ac.cli import HelpFormatter, progress_printer
 from drl_ac.evaluation.metrics import evaluate, format_metrics
 from drl_ac.evaluation.tabular import train_tabular
+from drl_ac.rules import rules_of
 from envs import NetworkSpec, SpecError, available_scenarios, load_spec
 
 
@@ -63,18 +65,19 @@ def main(argv: list[str] | None = None) -> None:
             metrics = evaluate(policy, spec, arrivals=args.arrivals, seed=args.seed, num_envs=args.num_envs)
     except (CheckpointError, SpecError, ValueError) as exc:
         sys.exit(f"error: {exc}")
+    own = spec.system.own_measures()  # a system with measures of its own prints them as a table
     if args.baselines:
         rows, verdict = compare_with_baselines(policy, spec, args)
         if args.json:
             print(json.dumps(finite_json({"verdict": verdict.to_dict(), "rows": study.json_rows(rows)})))
         else:
             print(study.table(rows, verdict, spec))
-            if spec.system.name == "cell":
-                print("\n" + format_cell_table([{"policy": k, **v} for k, v in rows.items()], spec))
+            if own is not None:
+                print("\n" + own.table([{"policy": k, **v} for k, v in rows.items()], spec))
     elif args.json:
         print(json.dumps(finite_json(metrics)))
-    elif spec.system.name == "cell":
-        print(format_cell_table([{"policy": "learned", "rule": "Q-network", **metrics}], spec))
+    elif own is not None:
+        print(own.table([{"policy": "learned", "rule": "Q-network", **metrics}], spec))
     else:
         print(f"{spec.name} ({spec.system.headline.text(spec.eps)}): {format_metrics(metrics, spec)}")
 
@@ -83,12 +86,12 @@ def compare_with_baselines(policy, spec, args) -> tuple[dict[str, dict], study.V
     """The study's comparison on the evaluation seed ``args.seed`` (+ the study's offsets), and
     for a network the tabular R-learning row beside it."""
     say = progress_printer(getattr(args, "quiet", False))
-    tuning = {} if args.tune_arrivals is None or spec.system.name not in ("network", "cell") else \
-        {"arrivals": args.tune_arrivals}
-    if spec.system.name == "cell":
+    takes = inspect.signature(rules_of(spec).tuned_rules).parameters
+    tuning = {} if args.tune_arrivals is None or "arrivals" not in takes else {"arrivals": args.tune_arrivals}
+    if "measure" in takes:
         tuning["measure"] = args.cell_measure
     rows, verdict = study.compare(policy, spec, args.seed, args.budget, progress=say, **tuning)
-    if spec.system.name == "network" and spec.system.kind == "admission":
+    if spec.system.kind == "admission":
         lam = args.tabular_lam if args.tabular_lam is not None else paper_lam(spec, policy)
         decisions = args.tabular_decisions or (500_000 if spec.num_stations < 4 else 1_500_000)
         say(f"training tabular R-learning (lam {lam:g}, {decisions} decisions)")
@@ -97,27 +100,6 @@ def compare_with_baselines(policy, spec, args) -> tuple[dict[str, dict], study.V
                                       **study.measure(tab, spec, args.seed + study.EVALUATION, args.budget)}
     say("done")
     return rows, verdict
-
-
-def format_cell_table(rows: list[dict], spec) -> str:
-    """Blocking, dropping [95% CI], handover dropping and carried PRBs per policy, then blocking
-    and dropping per UE type."""
-    names = [t.name for t in spec.cell.types]
-
-    def ci(r, key):
-        lo, hi = r[f"{key}_ci"]
-        return f"{r[key]:.4f} [{lo:.4f}, {hi:.4f}]"
-
-    head = (f"{spec.name}: {spec.cell.prbs} PRBs, eps {spec.eps} on P(dropped | admitted), {rows[0]['arrivals']} "
-            "new UEs\n| policy | rule | blocking [95% CI] | dropping [95% CI] | handover dropping | carried PRBs |\n"
-            "|---|---|---|---|---|---|")
-    lines = [f"| {r['policy']} | {r['rule']} | {ci(r, 'blocking')} | {ci(r, 'dropping')} | "
-             f"{r['handover_dropping']:.4f} | {r['carried_load']:.2f} |" for r in rows]
-    per_type = ["", "| policy | " + " | ".join(f"{n}: blocking, dropping" for n in names) + " |",
-                "|---|" + "---|" * len(names)]
-    per_type += ["| " + r["policy"] + " | " + " | ".join(
-        f"{b:.4f}, {d:.4f}" for b, d in zip(r["blocking_by_type"], r["dropping_by_type"], strict=True)) + " |" for r in rows]
-    return "\n".join([head, *lines, *per_type])
 
 
 def paper_lam(spec, policy) -> float:

@@ -16,7 +16,7 @@ over seeds with a 95% t-interval and how often the learner is no worse than the 
 ``cell_small``: the LP optimum of its CTMC (min blocking s.t. P(dropped | admitted)
 <= eps), and the learned controller with its bias (and mixing) calibrated to eps + 0.002 (the
 tolerance) with 95% confidence; the learned policy is judged exactly, read as P(admit) on the
-chain's states (``drl_ac.theory.cell_ctmc.chain_observations``), and by simulation on fresh
+chain's states (``envs.systems.cell.chain.chain_observations``), and by simulation on fresh
 seeds. It passes when its exact dropping is <= eps + 0.002 and its exact blocking within
 0.005 of the optimum's.
 
@@ -37,11 +37,11 @@ from drl_ac.checkpoint import LoadedPolicy
 from drl_ac.evaluation.calibration import calibrate_bias, calibrated, calibrated_section
 from drl_ac.evaluation.metrics import evaluate
 from drl_ac.learning.trainer import TrainConfig, Trainer
-from drl_ac.theory import mmc_admission as exact
-from drl_ac.theory.cell import admission_lp, evaluate_admission_policy
-from drl_ac.theory.cell_ctmc import cell_chain, chain_observations
 from envs import NetworkSpec, SpecError, load_spec
 from envs.distributions import Exponential
+from envs.systems.cell.chain import cell_chain, chain_observations
+from envs.systems.cell.theory import admission_lp, evaluate_admission_policy
+from envs.systems.network import theory as exact
 
 SCENARIOS = ("mmc_c1", "mmc_c3", "mmc_c5_overload", "cell_small")
 GUARANTEES = {"95": 0.95, "point": 0.5}  # calibration confidence: a one-sided 95% bound, or the point estimate
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for i, scenario in enumerate(args.scenarios):
         # a share of the slot, less what calibration and evaluation take after training
         deadline = None if share is None else t0 + (i + 1) * share - max(30.0, 0.15 * share)
-        if load_spec(scenario).system.name == "cell":
+        if load_spec(scenario).system.kind == "loss":  # a cell: its exact optimum is an LP on its chain
             r = compare_cell(scenario, args.steps, args.cell_envs, args.cell_updates, args.seeds[0], args.arrivals,
                              args.cell_tolerance,
                              deadline)

@@ -1,4 +1,4 @@
-"""Two server pools (docs/systems/pools.md): the formula of drl_ac.theory.pools against the simulator.
+"""Two server pools (docs/systems/pools.md): the formula of envs.systems.pools.theory against the simulator.
 
     python experiments/pools.py                  # (a) loads, (b) stability, (c) latency vs tau, (d) labels
     python experiments/pools.py --only loads     # one part; --quick: small runs (what the test runs)
@@ -37,9 +37,15 @@ from pathlib import Path
 
 import numpy as np
 
-from drl_ac.theory.pools import PoolsModel, PoolsPolicy, best_tau, effective_loads, stability_bound
 from envs import Engine, NetworkSpec
 from envs.engine import CapacityError
+from envs.systems.pools.theory import (
+    PoolsModel,
+    PoolsPolicy,
+    best_tau,
+    effective_loads,
+    stability_bound,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEEDS = {"balanced": ((1.0, 0.8), (0.8, 1.0)), "unbalanced": ((1.0, 0.1), (0.1, 1.0))}  # speeds[pool][type]
@@ -247,9 +253,9 @@ def plot_curves(rows: list[dict], path: Path) -> None:
 
 def labels_table(args) -> list[dict]:
     from drl_ac.learning.lookahead import labels_by_state
-    from drl_ac.rules.pools import signalled_rules
     from drl_ac.study.run import at_load
     from envs import Driver, load_spec
+    from envs.systems.pools.rules import signalled_rules
 
     rows = []
     for load in args.label_loads:

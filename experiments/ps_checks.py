@@ -9,9 +9,9 @@ of PS stations against the product form. Standard errors are over 400 independen
 
 import numpy as np
 
-from drl_ac.theory.queueing import mg1_ps_mean_sojourn, mgc_ps_mean_sojourn
 from envs import Driver, NetworkSpec
 from envs.distributions import Deterministic, Exponential, HyperExponential
+from envs.queueing import mg1_ps_mean_sojourn, mgc_ps_mean_sojourn
 from envs.rollout import accept_all, collect
 
 

@@ -34,7 +34,6 @@ from pathlib import Path
 
 import numpy as np
 
-from drl_ac.theory.redundancy import stability_threshold
 from envs import Engine, NetworkSpec
 from envs.arrivals import ClassArrivals, RenewalArrivals
 from envs.distributions import (
@@ -45,6 +44,7 @@ from envs.distributions import (
     HyperExponential,
     PhaseMixture,
 )
+from envs.systems.redundancy.theory import stability_threshold
 
 # (label, copies, size law in YAML form, the same law as a theory object)
 LAWS = {

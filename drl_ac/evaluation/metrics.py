@@ -1,8 +1,8 @@
 """Evaluate any policy (learned or a rule) on fresh seeds with the same metrics.
 
-A cell (``spec.cell``) adds its own measures (``cell_summary``): blocking, dropping,
+A system may add its own measures (``System.own_measures``: a cell's blocking, dropping,
 handover dropping and carried load, overall, per UE type and, with a periodic arrival
-profile, per phase bin of the period. Systems with a periodic profile are evaluated on
+profile, per phase bin of the period). Systems with a periodic profile are evaluated on
 instances started at spread-out phases over windows of equal *time* (``evaluate``).
 
 Outcomes are taken for a window of decisions after a warm-up, every job of the window
@@ -109,7 +109,7 @@ def paired_difference(a: dict, b: dict, measure: str = "mean_delay") -> dict:
     return {"difference": diff, "se": se, "ci": [diff - Z95 * se, diff + Z95 * se]}
 
 
-def _estimate(out: dict, name: str, num: np.ndarray, den: np.ndarray, se: bool = False,
+def add_estimate(out: dict, name: str, num: np.ndarray, den: np.ndarray, se: bool = False,
               ordered: bool = False) -> None:
     p, s = ratio_estimate(num, den, ordered)
     out[name], out[f"{name}_ci"] = p, [p - Z95 * s, p + Z95 * s]
@@ -117,84 +117,13 @@ def _estimate(out: dict, name: str, num: np.ndarray, den: np.ndarray, se: bool =
         out[f"{name}_se"] = s
 
 
-def _estimates(out: dict, name: str, nums: list, dens: list, se: bool = False, ordered: bool = False) -> None:
+def add_estimates(out: dict, name: str, nums: list, dens: list, se: bool = False, ordered: bool = False) -> None:
     """Lists ``name``, ``name_ci`` (and ``name_se``), one entry per group."""
     parts: dict = {}
     for num, den in zip(nums, dens, strict=True):
-        _estimate(parts, name, num, den, se, ordered)
+        add_estimate(parts, name, num, den, se, ordered)
         for key in [k for k in parts if k.startswith(name)]:
             out.setdefault(key, []).append(parts.pop(key))
-
-
-def cell_summary(done: Outcomes, num_envs: int, num_types: int, period: float | None = None, bins: int = 24,
-                 occupancy: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, ordered: bool = False) -> dict:
-    """A cell's measures from a window of outcomes (decision rows = new UEs, the others =
-    handovers), each with a 95% interval over instances (``NAME_ci``; ``ordered``: see
-    ``ratio_estimate``), like ``summarize``:
-
-    * ``blocking``: P(a new UE is blocked) = blocked / new UEs (refused by the controller or
-      for lack of room);
-    * ``dropping``: P(dropped | admitted) = dropped / new UEs admitted (not blocked), with
-      ``dropping_se`` and ``dropping_upper``, its one-sided 95% upper bound (the constraint
-      ``dropping <= eps`` is judged on it);
-    * ``handover_dropping`` (+ ``_se``): handovers that could not be carried / handovers (NaN without);
-    * ``carried_load``: mean PRBs in use seen by new UEs at arrival (``occupancy``: samples
-      (env, time, PRBs) taken at the decisions; for Poisson arrivals the time average of the
-      PRBs in use, PASTA; NaN without samples);
-    * ``blocking_by_type``, ``dropping_by_type``, ``handover_dropping_by_type`` (the last two
-      with ``_se``, all with ``_ci``), ``new_ues_by_type``, ``handovers_by_type``: lists over
-      the UE types;
-    * with ``period``: the same ``..._by_phase`` and ``carried_load_by_phase`` over
-      ``bins`` equal bins of the period (the phase of a row = its arrival time mod period),
-      and ``phase_bins``.
-
-    ``new_ues``, ``handovers`` count the rows.
-    """
-    m = done.measures
-    decision = np.ones(len(done), bool) if done.decision is None else done.decision
-    blocked, dropped, typ = m["blocked"], m["dropped"], m["type"]
-
-    def per_env(mask: np.ndarray) -> np.ndarray:
-        return np.bincount(done.env, weights=mask.astype(float), minlength=num_envs)
-
-    def measures(sel: np.ndarray, out: dict | None = None, suffix: str = "") -> dict:
-        out = {} if out is None else out
-        new, hand = sel & decision, sel & ~decision
-        admitted = new & ~blocked
-        _estimate(out, "blocking" + suffix, per_env(new & blocked), per_env(new), ordered=ordered)
-        _estimate(out, "dropping" + suffix, per_env(admitted & dropped), per_env(admitted), True, ordered)
-        _estimate(out, "handover_dropping" + suffix, per_env(hand & blocked), per_env(hand), True, ordered)
-        out["new_ues" + suffix], out["handovers" + suffix] = int(new.sum()), int(hand.sum())
-        return out
-
-    out = measures(np.ones(len(done), bool))
-    out["dropping_upper"] = out["dropping"] + Z95_ONE_SIDED * out["dropping_se"]
-    ones = np.ones(0)
-    if occupancy is not None:
-        env, when, used = occupancy
-        ones = np.ones(env.size)
-        _estimate(out, "carried_load", np.bincount(env, used, num_envs), np.bincount(env, ones, num_envs),
-                  ordered=ordered)
-    else:
-        out["carried_load"], out["carried_load_ci"] = math.nan, [math.nan, math.nan]
-    groups = {"type": [typ == k for k in range(num_types)]}
-    if period is not None:
-        edges = bins / period
-        groups["phase"] = [((done.arrival_time % period) * edges).astype(np.int64).clip(0, bins - 1) == j
-                           for j in range(bins)]
-        out["phase_bins"] = bins
-    for group, masks in groups.items():
-        for sel in masks:
-            one = measures(sel)
-            for key, value in one.items():  # blocking_ci -> blocking_by_type_ci
-                base, tail = (key[:-3], key[-3:]) if key.endswith(("_ci", "_se")) else (key, "")
-                out.setdefault(f"{base}_by_{group}{tail}", []).append(value)
-    if period is not None and occupancy is not None:
-        j = ((when % period) * (bins / period)).astype(np.int64).clip(0, bins - 1)
-        _estimates(out, "carried_load_by_phase",
-                   [np.bincount(env, used * (j == b), num_envs) for b in range(bins)],
-                   [np.bincount(env, ones * (j == b), num_envs) for b in range(bins)], ordered=ordered)
-    return out
 
 
 def phase_offsets(period: float, num_envs: int, seed: int) -> np.ndarray:
@@ -205,18 +134,9 @@ def phase_offsets(period: float, num_envs: int, seed: int) -> np.ndarray:
 
 
 def relaxation_time(spec: NetworkSpec) -> float:
-    """Warm-up time of a periodic system from an empty start: 10 mean sessions of the
-    longest-holding UE type for a cell, else 10 mean end-to-end service times (at least
-    1/100 of the period, at most the period)."""
-    if spec.system.name == "cell":
-        hold = max(t.session.mean for t in spec.cell.types)
-    else:
-        hold = float(spec.visit_ratios() @ np.array([s.service.mean for s in spec.stations]))
-    return float(min(spec.period, max(10.0 * hold, spec.period / 100)))
-
-
-def _prbs_in_use(driver: Driver) -> np.ndarray:
-    return driver.engine.busy()[:, 0]  # a cell is one station; its busy servers are its PRBs in use
+    """Warm-up time of a periodic system from an empty start: 10 of its longest mean holding
+    times (``System.holding_time``; at least 1/100 of the period, at most the period)."""
+    return float(min(spec.period, max(10.0 * spec.system.holding_time(), spec.period / 100)))
 
 
 def instances(arrivals: int, num_envs: int) -> int:
@@ -272,7 +192,7 @@ def evaluate(policy: Policy, spec: NetworkSpec, arrivals: int = 200_000, seed: i
              max_jobs: int | None = None, per_instance: bool = False, probes: bool = True) -> dict:
     """Run ``policy`` greedily on about ``arrivals`` decisions after a warm-up per instance
     (``"auto"``: until the number in system stops drifting, see ``envs.rollout.warm_up``; a
-    number: that many steps). A cell's measures are added (``cell_summary``). ``max_jobs``: the
+    number: that many steps). A system's own measures are added (``System.own_measures``). ``max_jobs``: the
     engine's bound on the job table per instance (its default if None); a smaller one makes an
     unstable policy fail early with ``envs.engine.CapacityError``; None: an admission policy
     that overloads the system is scored as such (``overloaded``). ``per_instance``: keep the
@@ -310,14 +230,14 @@ def _evaluate(policy: Policy, spec: NetworkSpec, arrivals: int, seed: int, num_e
               bins: int, options: dict, per_instance: bool, probes: bool) -> dict:
     replay(policy)
     encoding = getattr(policy, "encoding", None)
-    period, cell = spec.period, spec.system.name == "cell"
+    period, own = spec.period, spec.system.own_measures()
     if period is not None:
         start = phase_offsets(period, num_envs, seed)
         driver = Driver(spec, num_envs, seed=seed, encoding=encoding, start=start, **options)
         wait = relaxation_time(spec) if warmup == "auto" else float(warmup)
         quantum = period / num_envs
         length = quantum * max(1, math.ceil(arrivals / (num_envs * spec.arrival_rate) / quantum))
-        sample = _prbs_in_use if cell else None
+        sample = None if own is None else own.in_use
         done, occupancy, entered = collect_time(driver, policy, start + wait, start + wait + length, sample)
         out = {**summarize(done, num_envs, True, per_instance), "warmup_steps": entered, "warmup_time": wait,
                "window_time": length}
@@ -326,17 +246,17 @@ def _evaluate(policy: Policy, spec: NetworkSpec, arrivals: int, seed: int, num_e
         steps = math.ceil(arrivals / num_envs)
         warmup_steps = warm_up(driver, policy) if warmup == "auto" else int(warmup)
         done, seen = collect(driver, policy, steps, 0 if warmup == "auto" else warmup_steps,
-                             record_obs=cell)
+                             record_obs=own is not None)
         out = {**summarize(done, num_envs, per_instance=per_instance), "warmup_steps": warmup_steps}
         occupancy = None
-        if cell:  # PRBs in use at every decision of the window
-            used = driver.encoding.cell_layout().prbs_in_use(seen.reshape(-1, seen.shape[-1]))
+        if own is not None:  # the resources in use at every decision of the window
+            used = own.in_use_seen(driver.encoding, seen.reshape(-1, seen.shape[-1]))
             env = np.tile(np.arange(num_envs), seen.shape[0])
             occupancy = (env, np.zeros(env.size), used.astype(float))
-    if cell or not probes:
+    if own is not None or not probes:
         out["objective"], out["objective_ci"] = math.nan, [math.nan, math.nan]  # unscored rejections
-    if cell:
-        out.update(cell_summary(done, num_envs, spec.num_classes, period, bins, occupancy, ordered=period is not None))
+    if own is not None:
+        out.update(own.summary(done, num_envs, spec, period, bins, occupancy, ordered=period is not None))
     return out
 
 
@@ -386,8 +306,9 @@ class SharedStart:
         done, _ = collect(driver, policy, math.ceil(arrivals / num_envs), self.settle)
         out = {**summarize(done, num_envs), "warmup_steps": steps + self.settle,
                "objective": math.nan, "objective_ci": [math.nan, math.nan]}
-        if self.spec.system.name == "cell":
-            out.update(cell_summary(done, num_envs, self.spec.num_classes))
+        own = self.spec.system.own_measures()
+        if own is not None:
+            out.update(own.summary(done, num_envs, self.spec))
         return out
 
 

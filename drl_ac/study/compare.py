@@ -49,25 +49,14 @@ from envs.observation import ObservationEncoding
 Policy = Callable[[np.ndarray], np.ndarray]
 # How much a comparison may spend: "quick" ends a default training run (a minute or two on 2
 # cores), "full" is a study's, "smoke" checks the wiring in seconds and decides nothing.
-# "rules": options of each system's tuner (drl_ac.rules.TUNERS); "evaluation": of
-# steady_state; "stability": of stability.
+# "evaluation": options of steady_state; "stability": of stability. A system's tuner has its
+# own budgets (``BUDGETS`` of its rules module, ``rule_budget``).
 BUDGETS: dict[str, dict[str, dict]] = {
-    "smoke": {"rules": {"network": {"arrivals": 2_000, "warmup": 50, "max_arrivals": 2_000},
-                        "cell": {"arrivals": 2_000, "num_envs": 20, "max_arrivals": 2_000},
-                        "redundancy": {"num_envs": 8, "max_steps": 400, "k_grid": (4, 16),
-                                       "m_grid": (0, 2)},
-                        "pools": {"num_envs": 8, "max_steps": 400}},
-              "evaluation": {"num_envs": 8, "min_steps": 200, "max_steps": 200, "chunk": 50, "rel_se": 1.0},
+    "smoke": {"evaluation": {"num_envs": 8, "min_steps": 200, "max_steps": 200, "chunk": 50, "rel_se": 1.0},
               "stability": {"num_envs": 8, "build_steps": 100, "steps": 200, "doublings": 0}},
-    "quick": {"rules": {"network": {"arrivals": 10_000}, "cell": {"arrivals": 20_000},
-                        "redundancy": {"num_envs": 32, "max_steps": 8_000},
-                        "pools": {"num_envs": 32, "max_steps": 8_000}},
-              "evaluation": {"num_envs": 128, "min_steps": 1_000, "max_steps": 16_000, "rel_se": 0.01},
+    "quick": {"evaluation": {"num_envs": 128, "min_steps": 1_000, "max_steps": 16_000, "rel_se": 0.01},
               "stability": {"num_envs": 16, "build_steps": 1_000, "steps": 2_000}},
-    "full": {"rules": {"network": {"arrivals": 100_000}, "cell": {"arrivals": 100_000},
-                       "redundancy": {"num_envs": 64, "max_steps": 32_000},
-                       "pools": {"num_envs": 64, "max_steps": 32_000}},
-             "evaluation": {"num_envs": 256, "min_steps": 2_000, "max_steps": 64_000, "rel_se": 0.01},
+    "full": {"evaluation": {"num_envs": 256, "min_steps": 2_000, "max_steps": 64_000, "rel_se": 0.01},
              "stability": {"num_envs": 64, "build_steps": 2_000, "steps": 4_000}},
 }
 
@@ -88,6 +77,12 @@ def measure(policy: Policy, spec: NetworkSpec, seed: int, budget: str = "quick")
     replay(policy)  # as steady_state did: the stability run replays the same draws
     m["stability"] = stability(policy, spec, seed=seed + 1, **_budget(budget)["stability"]).to_dict()
     return m
+
+
+def rule_budget(spec: NetworkSpec, budget: str) -> dict[str, Any]:
+    """The options of ``spec``'s system's tuner at ``budget`` (its rules module's ``BUDGETS``)."""
+    _budget(budget)
+    return rules.rules_of(spec).BUDGETS[budget]
 
 
 def _budget(name: str) -> dict[str, dict]:
@@ -198,7 +193,7 @@ def tune_rules(spec: NetworkSpec, seed: int = 0, budget: str = "quick", progress
     """Every rule of the system tuned on seed + TUNING with ``budget`` (``tuning``: options of
     the system's tuner replacing the budget's)."""
     progress(f"tuning the rules of {spec.name} ({budget})")
-    options = {**_budget(budget)["rules"][spec.system.name], **tuning}
+    options = {**rule_budget(spec, budget), **tuning}
     return rules.tune(spec, seed=seed + TUNING, progress=lambda s: progress("  " + s), **options)
 
 

@@ -67,7 +67,7 @@ class StudyConfig:
     reference rate: redundancy, lambda*(d) of its first choice of d (the exact stability limit
     of d = 1 on redundancy_ps); two pools, the stability bound of the best threshold rule
     (reroute after tau in service on the signalled pool, tau at its best: the exact formula of
-    drl_ac.theory.pools, not PoolsSystem.capacity, whose bound for replication assumes copies
+    envs.systems.pools.theory, not PoolsSystem.capacity, whose bound for replication assumes copies
     start at once, false with one server per pool); a network or a cell, its own arrival rate
     (load 1 is the scenario as it is). Single-class arrivals only."""
     eps: float | None = None
@@ -239,24 +239,8 @@ def field_docs(cls: type) -> dict[str, str]:
 
 # ---------------------------------------------------------------- the spec at a load
 def reference_rate(spec: NetworkSpec) -> float:
-    """The arrival rate a load is a fraction of (``StudyConfig.loads`` says which, per system)."""
-    name = spec.system.name
-    if name == "redundancy":
-        return float(spec.system.capacities()[spec.redundancy.choices[0]])
-    if name == "pools":
-        return best_threshold_bound(spec)
-    return spec.arrival_rate
-
-
-def best_threshold_bound(spec: NetworkSpec) -> float:
-    """The largest arrival rate at which rerouting after tau in service on the signalled pool,
-    tau at its best, is stable (``drl_ac.theory.pools``: exact for reroute)."""
-    from drl_ac.theory.pools import PoolsModel, PoolsPolicy, best_tau
-
-    p = spec.pools
-    policy = PoolsPolicy(knowledge=p.knowledge, q=p.q, f=p.f, assignment=p.assign, p_split=p.p_split,
-                         action="reroute", restart=p.restart)
-    return float(best_tau(PoolsModel(p.p, p.speeds, p.servers), policy, p.size, same_tau=True).bound)
+    """The arrival rate a load is a fraction of (``System.reference_rate``)."""
+    return spec.system.reference_rate()
 
 
 def _scaled(stream: dict[str, Any], factor: float, name: str) -> dict[str, Any]:
@@ -711,5 +695,5 @@ def _tag(job: dict) -> str:
     return "" if job["load"] is None else f"[load {job['load']:g}] "
 
 
-__all__ = ["CALIBRATION", "StudyConfig", "at_load", "best_threshold_bound", "build_parser", "choose", "field_docs",
+__all__ = ["CALIBRATION", "StudyConfig", "at_load", "build_parser", "choose", "field_docs",
            "main", "reference_rate", "run_jobs", "run_study", "study_load"]

@@ -5,7 +5,7 @@ owns a contiguous block of E's columns (its *slots*: one per FCFS server, one pe
 station, one per cell session or timer...). The loop takes the earliest slot of every
 row at once and hands each row to the kind owning that slot; the kind updates its own
 arrays and reports which jobs finished at which station. Where a job goes next is the
-dispatch rule's business (``envs.dispatch``), not the kind's.
+dispatch rule's business (``System.routing``), not the kind's.
 
 Kinds tell the state's ``observer`` when a job begins service (``started``): the real
 network records waits there, a probe (``envs.probe``) follows its job there. That is how

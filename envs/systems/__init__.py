@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 from envs.errors import SpecError
 from envs.systems.base import KINDS, Headline, System
-from envs.systems.cell import CellSystem
-from envs.systems.network import NetworkSystem
-from envs.systems.pools import PoolsSystem
-from envs.systems.redundancy import RedundancySystem
+from envs.systems.cell.system import CellSystem
+from envs.systems.network.system import NetworkSystem
+from envs.systems.pools.system import PoolsSystem
+from envs.systems.redundancy.system import RedundancySystem
 
 if TYPE_CHECKING:
     from envs.spec import NetworkSpec

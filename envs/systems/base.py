@@ -25,14 +25,18 @@ before its spec exists.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from envs.errors import SpecError
+from envs.kinds import KINDS as STATION_KINDS
+from envs.kinds.base import StationKind
 
 if TYPE_CHECKING:
     from envs.observation import ObservationEncoding
@@ -49,7 +53,7 @@ class Headline:
     ``constraint`` <= spec.eps (None: unconstrained).
 
     ``measure`` and ``constraint`` are keys of the metrics ``drl_ac.evaluation.metrics``
-    reports (``summarize``, and ``cell_summary`` for a cell): ``acceptance``, ``blocking``,
+    reports (``summarize``, and a system's own measures, ``System.own_measures``): ``acceptance``, ``blocking``,
     ``mean_delay`` (mean response time of the served jobs), ``throughput`` (P(served and on
     time)); ``violation`` (P(deadline missed | accepted)), ``dropping`` (P(dropped | admitted)).
     ``label`` and ``constraint_label`` say them in words.
@@ -178,8 +182,38 @@ class System:
 
     # ------------------------------------------------------------------ simulation
     def routing(self) -> Any:
-        """The dispatch rule the engine runs (``envs.dispatch``)."""
+        """The dispatch rule the engine runs: where an admitted job starts and where it goes
+        after each station.
+
+        Kept apart from station kinds (a kind serves whatever reaches it). A rule declares the
+        job-table columns it draws at arrival, so a probe replays the same route. The protocol:
+
+        * ``columns``: per-job draws (``envs.jobs.Column``);
+        * ``draw(rng, jobs, slot)``: fill them for the job arriving now in every instance (its
+          slot per instance);
+        * ``placements(jobs, inst, slot, action)``: (R, m) stations that receive a copy of each
+          admitted job under ``action`` (-1: none), m = 1 for routing;
+        * ``after(jobs, at)``: next station of jobs leaving a station (N = exit); ``at`` is the
+          flat index of (instance, job slot, station) in the job table's per-station columns.
+
+        Copy-to-d with cancellation (redundancy's ``CopyToD``) places d copies and, through
+        ``cancel_siblings``, has the kinds ``cancel`` the other copies when one finishes; timers
+        (reroute / replicate after tau) are extra event columns of a kind that report the job to
+        ``after`` as if it left. Neither changes the event loop.
+        """
         raise NotImplementedError
+
+    def station_class(self, kind: str) -> type[StationKind]:
+        """The class of the station kind ``kind`` (a station's ``kind:``): the generic kinds of
+        ``envs.kinds``; a system with its own kind (a cell) adds it."""
+        return STATION_KINDS[kind]
+
+    @classmethod
+    def part(cls, name: str) -> ModuleType:
+        """The module ``name`` of this system's folder (``rules``, ``measures``, ``theory``),
+        loaded when first asked for: the parts that tune or measure build on ``drl_ac``, which
+        the simulator itself never imports."""
+        return importlib.import_module(f"{cls.__module__.rpartition('.')[0]}.{name}")
 
     def encoding(self, include_in_service: bool = False) -> ObservationEncoding:
         """What a controller of this system observes (``envs.observation``)."""
@@ -196,6 +230,25 @@ class System:
         done = done.decisions()
         r = rule(done.action, done.success, done.delay, lam, self.spec.eps)
         return np.bincount(done.env, weights=r, minlength=num_envs)
+
+    def reference_rate(self) -> float:
+        """The arrival rate a study's load is a fraction of: a network's or a cell's own (load 1
+        is the scenario as it is); a system with a stability limit says which."""
+        return self.spec.arrival_rate
+
+    def holding_time(self) -> float:
+        """The longest mean time a job holds the system from an empty start: its mean
+        end-to-end service time (a periodic system's warm-up is 10 of them)."""
+        spec = self.spec
+        return float(spec.visit_ratios() @ np.array([s.service.mean for s in spec.stations]))
+
+    def own_measures(self) -> ModuleType | None:
+        """The module of measures this system adds to every evaluation's, or None. It has
+        ``summary(done, num_envs, spec, period=None, bins=24, occupancy=None, ordered=False)``
+        (a dict of measures), ``in_use(driver)`` (the resources in use per instance now) and
+        ``in_use_seen(encoding, obs)`` (those that observations show), and ``table(rows, spec)``
+        (rows of policies' measures as a markdown table)."""
+        return None
 
     def engine_options(self) -> dict[str, Any]:
         """Engine settings this system needs in training and evaluation (``envs.engine.Engine``)."""

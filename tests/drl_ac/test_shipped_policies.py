@@ -8,8 +8,8 @@ import pytest
 
 from drl_ac.checkpoint import load_policy
 from drl_ac.evaluation.metrics import evaluate
-from drl_ac.rules import cell as cb
 from envs import NetworkSpec
+from envs.systems.cell import rules as cb
 
 ROOT = Path(__file__).resolve().parents[2]
 

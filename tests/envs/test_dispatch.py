@@ -1,6 +1,6 @@
 """Dispatch: probabilistic routing frequencies, and actions that choose the entry station;
 redundancy-d (CopyToD); two pools (PoolsDispatch, PoolTimers; docs/systems/pools.md): reroute and
-replicate hand traces, M/M/N reductions, per-pool server time against drl_ac.theory.pools
+replicate hand traces, M/M/N reductions, per-pool server time against envs.systems.pools.theory
 where its formula is exact, and the type signal."""
 
 import math
@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from drl_ac.theory.pools import PoolsModel, PoolsPolicy, server_time
-from drl_ac.theory.queueing import mmc_mean_sojourn, mmc_mean_wait
 from envs import Driver, Engine, NetworkSpec, load_spec
+from envs.queueing import mmc_mean_sojourn, mmc_mean_wait
 from envs.rollout import accept_all, collect
+from envs.systems.pools.theory import PoolsModel, PoolsPolicy, server_time
 
 TOY = {"name": "two_ways", "arrival": {"dist": "exponential", "rate": 0.5},
        "stations": [{"name": "fast", "servers": 1, "service": {"dist": "deterministic", "mean": 1.0}},
@@ -61,7 +61,7 @@ def mean_response(spec, B=200, steps=2000, warmup=1000, action=0, seed=1):
 
 @pytest.mark.parametrize("k, lam, truth", [(3, 2.4, 1.944), (5, 4.0, 1.604)])
 def test_fcfs_redundancy_iid_exponential_matches_gardner(k, lam, truth, stats):
-    from drl_ac.theory.redundancy import gardner_fcfs_mean_response
+    from envs.systems.redundancy.theory import gardner_fcfs_mean_response
     assert gardner_fcfs_mean_response(k, 2, lam) == pytest.approx(truth, abs=5e-4)
     _, m = mean_response(redundancy(k, lam, [2]))
     stats.assert_close(m, gardner_fcfs_mean_response(k, 2, lam), f"Gardner k={k}")
@@ -126,8 +126,8 @@ def test_cancelling_a_copy_in_service_counts_its_work():
 def test_stable_load_is_bounded_and_unstable_grows_at_the_fluid_rate():
     # N = 4, d = 2, i.i.d. exponential copies: lambda* = N mu = 4 for every d, and above it
     # the number in system grows at lambda - N mu (every busy server completes at rate mu).
-    from drl_ac.theory.redundancy import fluid_growth_rate, stability_threshold
     from envs.distributions import Exponential
+    from envs.systems.redundancy.theory import fluid_growth_rate, stability_threshold
     assert stability_threshold(4, 2, "iid", size=Exponential(1.0)) == pytest.approx(4.0)
     for lam, growing in ((2.8, False), (5.2, True)):
         sim = Engine(redundancy(4, lam, [2], kind="ps"), 200, seed=3)

@@ -6,11 +6,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments"))
 
-from evaluate import format_cell_table  # noqa: E402
-
 from drl_ac import study  # noqa: E402
-from drl_ac.rules.cell import CellAcceptAll, cell_layout  # noqa: E402
 from envs import NetworkSpec  # noqa: E402
+from envs.systems.cell.measures import table as format_cell_table  # noqa: E402
+from envs.systems.cell.rules import CellAcceptAll, cell_layout  # noqa: E402
 
 
 def test_cell_baselines_table():

@@ -2,7 +2,7 @@
 documents, and every flag of experiments/study.py still overrides them. What the study runs
 is tested where it lives: the spec at a load and a smoke study in
 tests/drl_ac/study/test_run.py, the exact M/G/1-PS mean response of d = 1 in
-tests/drl_ac/evaluation/test_steady.py, the rules in tests/drl_ac/rules/test_redundancy.py."""
+tests/drl_ac/evaluation/test_steady.py, the rules in tests/envs/systems/redundancy/test_rules.py."""
 
 import shlex
 

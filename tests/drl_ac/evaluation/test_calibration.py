@@ -1,7 +1,7 @@
 """drl_ac/evaluation/calibration.py: the one-sided upper bound on a hand-computed binomial
 case, and a calibrated bias that really keeps the violation <= eps: on an M/M/1 queue with
 a deadline, a Q-network whose advantage falls with the queue makes every bias a threshold
-policy, whose exact violation ``drl_ac.theory.mmc_admission`` gives."""
+policy, whose exact violation ``envs.systems.network.theory`` gives."""
 
 import math
 
@@ -13,8 +13,8 @@ from drl_ac.checkpoint import LoadedPolicy
 from drl_ac.evaluation.calibration import calibrate_bias, upper_bound
 from drl_ac.evaluation.metrics import summarize
 from drl_ac.learning.qnet import QNetwork
-from drl_ac.theory.mmc_admission import best_threshold, solve_lp, threshold_policy
 from envs import ObservationEncoding, Outcomes, load_spec
+from envs.systems.network.theory import best_threshold, solve_lp, threshold_policy
 
 
 def binomial(n: int, violated: int) -> Outcomes:

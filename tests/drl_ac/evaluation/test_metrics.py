@@ -10,10 +10,10 @@ import yaml
 
 from drl_ac.evaluation.metrics import Z95, evaluate, paired_difference
 from drl_ac.rules.tuning import ConstantAction
-from drl_ac.theory.pools import PoolsModel, PoolsPolicy, server_time, stability_bound
-from drl_ac.theory.redundancy import gardner_fcfs_mean_response, stability_threshold
 from envs import NetworkSpec
 from envs.spec import SCENARIO_DIR
+from envs.systems.pools.theory import PoolsModel, PoolsPolicy, server_time, stability_bound
+from envs.systems.redundancy.theory import gardner_fcfs_mean_response, stability_threshold
 
 
 def scenario(name: str, **changes) -> NetworkSpec:
@@ -97,8 +97,8 @@ def test_paired_difference_of_d1_and_d2_matches_theory_and_is_tighter():
 def test_an_evaluation_without_probes_has_the_same_acceptance_and_violation_and_no_objective():
     """Rule tuning evaluates without probes (most of a network's simulation time): a probe
     never touches the real network, so only the objective (which scores rejections) is lost."""
-    from drl_ac.rules.network import StationThresholds
     from envs import load_spec
+    from envs.systems.network.rules import StationThresholds
 
     spec, rule = load_spec("paper_tandem"), StationThresholds((6, 7, 9))
     probed, unprobed = (evaluate(rule, spec, arrivals=4_000, seed=3, num_envs=40, probes=p) for p in (True, False))

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from drl_ac.learning.lookahead import action_costs, advantage_labels, labels_by_state
-from drl_ac.rules.redundancy import own_server_rules
 from envs import Driver, NetworkSpec, load_spec
+from envs.systems.redundancy.rules import own_server_rules
 
 B, H = 16, 40
 

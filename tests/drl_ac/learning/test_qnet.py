@@ -78,8 +78,8 @@ def test_loaded_policy_with_a_rule_and_infinite_bias_is_the_rule():
 
 def test_rule_of_a_constant_action_and_of_a_rule():
     from drl_ac.learning.qnet import rule_of
-    from drl_ac.rules.redundancy import LoadThreshold
     from drl_ac.rules.tuning import ConstantAction
+    from envs.systems.redundancy.rules import LoadThreshold
     obs = torch.tensor([[0.0, 2.0], [0.0, 7.0]])
     assert RuleDefault(rule_of(ConstantAction(2).guard_fields()))(obs).tolist() == [2, 2]
     threshold = LoadThreshold(k=4, high=3, low=1, column=1, labels=(1, 2, 3, 4))

@@ -20,9 +20,9 @@ def test_engine_mmc_tail_high_load_long_run():
     """Erlang C tail at rho = 0.95, where warm-up and run length matter most."""
     import numpy as np
 
-    from drl_ac.theory.queueing import mmc_wait_tail
     from envs import NetworkSpec, QueueNetworkSim
     from envs.distributions import Exponential
+    from envs.queueing import mmc_wait_tail
     from envs.rollout import accept_all, collect
 
     c, mu, lam = 2, 0.5, 0.95

@@ -295,8 +295,8 @@ def test_rollout_targets_label_every_action_in_the_rules_states_and_fit_them():
     every rollout_every-th step adds one labelled row per (instance, action), the rule's own
     action labelled 0; the network is fitted once a batch is there."""
     from drl_ac.learning.qnet import RuleDefault
-    from drl_ac.rules.redundancy import own_server_rules
     from envs import load_spec
+    from envs.systems.redundancy.rules import own_server_rules
     rule = own_server_rules(load_spec("redundancy_ps"))[2]
     fields = rule.guard_fields()["default_rule"]
     cfg = TrainConfig(scenario="redundancy_ps", num_envs=8, steps=8 * 40, base_rule=fields, targets="rollout",

@@ -20,9 +20,9 @@ from drl_ac.evaluation.selection import VALIDATION
 from drl_ac.evaluation.steady import steady_state
 from drl_ac.rules.tuning import ConstantAction
 from drl_ac.study import run
-from drl_ac.theory.pools import PoolsModel, PoolsPolicy, stability_bound
 from envs import NetworkSpec, SpecError, load_spec
 from envs.spec import SCENARIO_DIR
+from envs.systems.pools.theory import PoolsModel, PoolsPolicy, stability_bound
 
 Z = 4.5
 TINY = {"scenario": "redundancy_ps", "budget": "smoke", "steps": 2000, "num_envs": 16, "snapshots": 1,

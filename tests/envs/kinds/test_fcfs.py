@@ -4,9 +4,9 @@ instances), and hand-computed traces."""
 import numpy as np
 import pytest
 
-from drl_ac.theory.queueing import mmc_mean_wait, mmc_wait_tail, pk_mean_wait
 from envs import Driver, Engine, NetworkSpec
 from envs.distributions import Deterministic, Exponential, Gamma
+from envs.queueing import mmc_mean_wait, mmc_wait_tail, pk_mean_wait
 from envs.rollout import accept_all, collect
 
 

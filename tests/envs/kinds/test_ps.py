@@ -4,14 +4,14 @@ instances) and a hand trace."""
 import numpy as np
 import pytest
 
-from drl_ac.theory.queueing import (
+from envs import Driver, Engine, NetworkSpec
+from envs.distributions import Deterministic, Exponential, HyperExponential
+from envs.queueing import (
     mg1_ps_mean_sojourn,
     mgc_ps_mean_sojourn,
     mmc_mean_sojourn,
     mmc_mean_wait,
 )
-from envs import Driver, Engine, NetworkSpec
-from envs.distributions import Deterministic, Exponential, HyperExponential
 from envs.rollout import accept_all, collect
 
 

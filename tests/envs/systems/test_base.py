@@ -110,7 +110,7 @@ def test_spec_round_trips_through_its_system():
         spec = load_spec(name)
         back = NetworkSpec.from_dict(spec.to_dict())
         assert back.system.name == spec.system.name
-        if spec.system.name != "cell":  # a cell's CQI laws are renormalised on every read (envs.cellspec)
+        if spec.system.name != "cell":  # a cell's CQI laws are renormalised on every read (envs.systems.cell.spec)
             assert back.to_dict() == spec.to_dict()
         if spec.system.block is not None:
             assert spec.system.block in spec.to_dict()

@@ -1,1 +1,0 @@
-"""Exact results used as independent truth: queueing formulas and exact optimal policies."""
