@@ -4,35 +4,18 @@ interfaces that step it (the driver, Gymnasium adapters)."""
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
 from typing import Any
 
 from envs.distributions import Distribution, make_distribution
 from envs.driver import Driver
-from envs.engine import CapacityError, Engine, QueueNetworkSim
+from envs.engine import CapacityError, Engine
 from envs.errors import SpecError
 from envs.observation import ObservationEncoding
 from envs.outcomes import Outcomes
-from envs.registration import ENV_OPTIONS, env_id, register_envs, split_options
+from envs.registration import ENV_OPTIONS, env_id, make_vector, register_envs
 from envs.reward import REWARD_RULES, met_deadline, reward
 from envs.spec import NetworkSpec, StationSpec, available_scenarios, load_spec
 from envs.vector_env import AdmissionVectorEnv
-
-
-def make_vector(scenario: str | Path | NetworkSpec, num_envs: int, seed: int | None = None,
-                **overrides: Any) -> AdmissionVectorEnv:
-    """A vector environment of ``num_envs`` instances of a registered scenario or YAML file.
-
-    ``overrides`` may replace spec fields (d_ub, delay, eps, lam, name) and set environment
-    options (horizon, include_in_service, capacity, max_jobs, max_bytes, exact_counterfactual);
-    other names are refused. ``lam`` is fixed (``envs.vector_env.fixed_multiplier``).
-    """
-    env_kwargs, spec_overrides = split_options(overrides, "make_vector")
-    spec = load_spec(scenario, **spec_overrides)
-    env = AdmissionVectorEnv(spec, num_envs, seed=seed, lam=spec_overrides.get("lam"), **env_kwargs)
-    env.reset(seed=seed)
-    return env
-
 
 # Gymnasium ids, one per packaged scenario (envs/registration.py names them). They exist once
 # this package is imported: Gymnasium 1.x has no plugin entry points (the "gymnasium.envs"
@@ -54,5 +37,5 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["ENV_OPTIONS", "GYM_IDS", "REWARD_RULES", "AdmissionVectorEnv", "CapacityError", "Distribution", "Driver", "Engine",
-           "NetworkSpec", "ObservationEncoding", "Outcomes", "QueueNetworkSim", "SpecError", "StationSpec",
+           "NetworkSpec", "ObservationEncoding", "Outcomes", "SpecError", "StationSpec",
            "available_scenarios", "env_id", "load_spec", "make_distribution", "make_vector", "met_deadline", "reward"]

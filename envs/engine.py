@@ -21,6 +21,7 @@ loop over instances or jobs.
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,7 +30,9 @@ from envs.jobs import Column, SlotTable, extend
 from envs.kinds.base import State
 from envs.outcomes import Outcomes
 from envs.probe import Probe
-from envs.spec import NetworkSpec
+
+if TYPE_CHECKING:
+    from envs.spec import NetworkSpec
 
 
 class CapacityError(RuntimeError):
@@ -450,5 +453,3 @@ def _timed(found: tuple, when: np.ndarray) -> tuple:
     idx, jid, n = found
     return idx, jid, n, (when if idx is None else when[idx])
 
-
-QueueNetworkSim = Engine  # the name the first release used; kept for users' scripts

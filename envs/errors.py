@@ -167,3 +167,8 @@ def check_actions(actions: Any, shape: tuple[int, ...], names: Sequence[str]) ->
         raise ValueError(f"actions: {'action' if bad.size == 1 else 'actions'} {which} "
                          f"{'is' if bad.size == 1 else 'are'} not in [0, {k}). {fix}")
     return arr
+
+
+def is_list(value: Any) -> bool:
+    """A YAML list (any sequence but a string)."""
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))

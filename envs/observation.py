@@ -18,12 +18,13 @@ and, when the cell block lists ``cqi_bands``, UEs per (type, CQI band).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from envs.engine import Engine
-from envs.spec import NetworkSpec
+if TYPE_CHECKING:
+    from envs.engine import Engine
+    from envs.spec import NetworkSpec
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ from typing import Any
 import gymnasium as gym
 
 from envs.errors import SpecError, as_horizon, did_you_mean
-from envs.spec import NetworkSpec, available_scenarios
+from envs.spec import NetworkSpec, available_scenarios, load_spec
+from envs.vector_env import AdmissionVectorEnv
 
 NAMESPACE = "drl_ac"
 VERSION = 0
@@ -94,14 +95,27 @@ def split_options(options: Mapping[str, Any], where: str) -> tuple[dict[str, Any
     return env_kwargs, overrides
 
 
+def make_vector(scenario: str | Path | NetworkSpec, num_envs: int, seed: int | None = None,
+                **overrides: Any) -> AdmissionVectorEnv:
+    """A vector environment of ``num_envs`` instances of a registered scenario or YAML file.
+
+    ``overrides`` may replace spec fields (d_ub, delay, eps, lam, name) and set environment
+    options (horizon, include_in_service, capacity, max_jobs, max_bytes, exact_counterfactual);
+    other names are refused. ``lam`` is fixed (``envs.vector_env.fixed_multiplier``).
+    """
+    env_kwargs, spec_overrides = split_options(overrides, "make_vector")
+    spec = load_spec(scenario, **spec_overrides)
+    env = AdmissionVectorEnv(spec, num_envs, seed=seed, lam=spec_overrides.get("lam"), **env_kwargs)
+    env.reset(seed=seed)
+    return env
+
+
 def make_vector_env(num_envs: int = 1, scenario: str | Path | NetworkSpec = "paper_tandem",
                     render_mode: str | None = None, max_episode_steps: int | None = None,
                     seed: int | None = None, **options: Any):
     """The vector entry point of every id: ``num_envs`` instances in one
     ``envs.AdmissionVectorEnv``. ``max_episode_steps`` (which ``gymnasium.make_vec`` forwards)
     is the env's ``horizon``: every instance is truncated after that many steps."""
-    from envs import make_vector  # envs/__init__ imports this module
-
     check_render_mode(render_mode)
     max_episode_steps = as_horizon(max_episode_steps, "max_episode_steps")
     if max_episode_steps is not None:

@@ -19,10 +19,20 @@ import yaml
 
 from envs.arrivals import ArrivalProcess, PoissonProfileArrivals, RenewalArrivals, make_arrivals
 from envs.distributions import Distribution, make_distribution, read_text_file
-from envs.errors import SpecError, as_number, brief, check_distinct, check_keys, did_you_mean
+from envs.errors import (
+    SpecError,
+    as_number,
+    brief,
+    check_distinct,
+    check_keys,
+    did_you_mean,
+    is_list,
+)
+from envs.systems import SYSTEMS, system_class, system_of
+from envs.systems.base import ACCEPT, REJECT
 
 if TYPE_CHECKING:
-    from envs.systems import System
+    from envs.systems.base import System
     from envs.systems.cell.spec import CellSpec
     from envs.systems.pools.system import Pools
     from envs.systems.redundancy.system import Redundancy
@@ -30,7 +40,6 @@ if TYPE_CHECKING:
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 DELAY_MEASURES = ("sojourn", "paper")
 OBJECTIVES = ("admission", "response_time", "deadline")
-REJECT, ACCEPT = "reject", "accept"
 EXIT = "exit"
 RESERVED_NAMES = (EXIT, REJECT, ACCEPT)  # the routing sink and the controller's own actions
 TOP_KEYS = ("name", "arrival", "classes", "stations", "entry", "routing", "d_ub", "eps", "lam", "delay",
@@ -111,7 +120,6 @@ class NetworkSpec:
     def system(self) -> System:
         """The plugin of this spec's system, bound to it (``envs.systems.system_of``): ask it
         for the system's name, kind, headline, stability, dispatch rule, observation, reward."""
-        from envs.systems import system_of
         return system_of(self)
 
     # ----------------------------------------------------------------- derived facts
@@ -258,7 +266,6 @@ class NetworkSpec:
             raise SpecError("<spec>", f"expected a mapping, got {type(cfg).__name__}",
                             "write the network as a YAML mapping with 'stations', 'arrival', 'd_ub', 'eps'")
         check_keys(cfg, TOP_KEYS, "", what="a network description", aliases=_TOP_ALIASES)
-        from envs.systems import system_class
         system = system_class(cfg)
         cfg = system.expand(cfg, base_dir)
         for key in ("stations", "d_ub", "eps"):
@@ -268,7 +275,7 @@ class NetworkSpec:
             raise SpecError("arrival", "give exactly one of 'arrival' and 'classes'",
                             "describe the arrivals of a single class with 'arrival', or list 'classes'")
         raw_stations = cfg["stations"]
-        if not _is_list(raw_stations) or not raw_stations:
+        if not is_list(raw_stations) or not raw_stations:
             raise SpecError("stations", "must be a non-empty list", "list each station with name, servers, service")
         stations = []
         seen: dict[str, int] = {}
@@ -381,10 +388,6 @@ def _single_arrival(cfg: Any, base_dir: Path | None) -> Distribution | ArrivalPr
     return proc.dist if isinstance(proc, RenewalArrivals) else proc
 
 
-def _is_list(value: Any) -> bool:
-    return isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))
-
-
 def _key_name(key: Any) -> Any:
     """Station names are text; a YAML key like ``1`` (an int) names station '1'."""
     if isinstance(key, int) and not isinstance(key, bool):
@@ -418,7 +421,7 @@ def _text(value: Any, field: str) -> str:
 
 
 def _classes(raw: Any, base_dir: Path | None) -> tuple[JobClass, ...]:
-    if not _is_list(raw) or not raw:
+    if not is_list(raw) or not raw:
         raise SpecError("classes", "must be a non-empty list", "list each class with name, arrival and optional d_ub")
     out = []
     for i, c in enumerate(raw):
@@ -438,7 +441,7 @@ def _classes(raw: Any, base_dir: Path | None) -> tuple[JobClass, ...]:
 
 
 def _actions(value: Any) -> tuple[str, ...]:
-    if not _is_list(value) or len(value) < 2:
+    if not is_list(value) or len(value) < 2:
         raise SpecError("actions", f"must be a list of at least two choices, got {brief(value)}",
                         "list e.g. [reject, accept] or [reject, s1, s2] (station names)")
     out = []
@@ -476,8 +479,6 @@ def _training(cfg: Any) -> tuple[tuple[str, int | str], ...]:
 
 
 def _validate(spec: NetworkSpec) -> None:
-    from envs.systems import SYSTEMS
-
     n = len(spec.stations)
     system = spec.system
     for i, st in enumerate(spec.stations):

@@ -204,9 +204,9 @@ def cell_table(num_envs: int = 4096, decisions: int = 400_000) -> None:
 # Runs in a subprocess against either checkout: only API common to both engines.
 _RATE = """
 import json, sys, time, numpy as np
-from envs import load_spec, QueueNetworkSim
+from envs import load_spec, Engine
 policy, B, decisions = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-sim = QueueNetworkSim(load_spec("paper_tandem"), B, seed=0)
+sim = Engine(load_spec("paper_tandem"), B, seed=0)
 act = (lambda o: np.ones(o.shape[0], np.int64)) if policy == "accept-all" else (lambda o: (o.sum(1) < 9).astype(np.int64))
 for _ in range(200):
     sim.step(act(sim.observe()))

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from envs.spec import NetworkSpec
 
 KINDS = ("admission", "loss", "control")
+REJECT, ACCEPT = "reject", "accept"  # the controller's own actions besides a station's name
 SENSES = ("max", "min")
 
 
@@ -130,7 +131,6 @@ class System:
 
     def check_actions(self) -> None:
         """The controller's choices must be reject, accept or a station name."""
-        from envs.spec import ACCEPT, REJECT
         spec = self.spec
         for i, a in enumerate(spec.actions):
             if a not in (REJECT, ACCEPT) and a not in spec.station_names:

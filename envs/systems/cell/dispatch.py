@@ -10,6 +10,7 @@ import numpy as np
 
 from envs.jobs import Column, SlotTable
 from envs.outcomes import Outcomes
+from envs.probe import Follow
 from envs.systems.cell.station import BLOCKED, DROPPED, FINISHED, UEDraws
 
 if TYPE_CHECKING:
@@ -17,39 +18,25 @@ if TYPE_CHECKING:
     from envs.spec import NetworkSpec
 
 
-def _safe_stop_class():
-    from envs.probe import Follow
+class SafeStop(Follow):
+    """A probe's observer that also stops a row as soon as its UE is safe: whenever a UE
+    leaves, if all present could need their most PRBs at once and still fit, nobody is
+    dropped any more (no arrivals in a probe), so the UE finishes at its end."""
 
-    class SafeStop(Follow):
-        """A probe's observer that also stops a row as soon as its UE is safe: whenever a UE
-        leaves, if all present could need their most PRBs at once and still fit, nobody is
-        dropped any more (no arrivals in a probe), so the UE finishes at its end."""
+    def __init__(self, eng, job, horizon, most, C, end):
+        super().__init__(eng, job, horizon)
+        self.most, self.C, self.end = most, C, end
 
-        def __init__(self, eng, job, horizon, most, C, end):
-            super().__init__(eng, job, horizon)
-            self.most, self.C, self.end = most, C, end
+    def on_exit(self, rows, jid, n, when):
+        mine = super().on_exit(rows, jid, n, when)
+        safe = self.state.cell_ues[rows] @ self.most <= self.C
+        if mine is not None:  # a row whose UE left in this event (several may leave at once) is decided
+            safe &= ~np.isin(rows, rows[mine])
+        if not safe.any():
+            return mine
+        self.departure[rows[safe]] = self.end[rows[safe]]
+        return safe if mine is None else (safe | mine)
 
-        def on_exit(self, rows, jid, n, when):
-            mine = super().on_exit(rows, jid, n, when)
-            safe = self.state.cell_ues[rows] @ self.most <= self.C
-            if mine is not None:  # a row whose UE left in this event (several may leave at once) is decided
-                safe &= ~np.isin(rows, rows[mine])
-            if not safe.any():
-                return mine
-            self.departure[rows[safe]] = self.end[rows[safe]]
-            return safe if mine is None else (safe | mine)
-
-    return SafeStop
-
-
-def _SafeStop(*args):  # noqa: N802  (built lazily: envs.probe imports envs.outcomes only, but keep kinds light)
-    global _SAFE
-    if _SAFE is None:
-        _SAFE = _safe_stop_class()
-    return _SAFE(*args)
-
-
-_SAFE = None
 
 MEASURES = (("blocked", bool), ("dropped", bool), ("type", np.int64), ("handover", bool), ("session", np.float64))
 
@@ -148,7 +135,7 @@ class CellDispatch:
             r = rows[run]
             # runs to the UE's end at most: its horizon, from its arrival, grows by its session
             # when it is placed (``Follow.started``); a cell in bulk then takes it in few rounds
-            follow = _SafeStop(eng, slot[run], start[run].copy(), self.most, kind.C, (start + session)[run])
+            follow = SafeStop(eng, slot[run], start[run].copy(), self.most, kind.C, (start + session)[run])
             clone = follow.state = st.take(r, follow)
             clone.next_event[:, eng.exogenous] = np.inf
             local = np.arange(run.size)

@@ -14,7 +14,10 @@ from typing import Any
 
 from envs.errors import SpecError, brief
 from envs.kinds.base import StationKind
+from envs.observation import ObservationEncoding
+from envs.reward import cell_charges
 from envs.systems.base import Headline, System
+from envs.systems.cell.dispatch import CellDispatch
 from envs.systems.cell.spec import make_cell
 from envs.systems.cell.station import CellKind
 
@@ -96,13 +99,13 @@ class CellSystem(System):
 
     # ------------------------------------------------------------------ simulation
     def routing(self):
-        from envs.systems.cell.dispatch import CellDispatch
+
         return CellDispatch(self.spec)
 
     def encoding(self, include_in_service: bool = False):
         """UEs per type, PRBs in use, the arriving UE's type and demand, the phase, UEs per
         (type, CQI band) (``envs.observation``); ``include_in_service`` does not apply."""
-        from envs.observation import ObservationEncoding
+
         spec = self.spec
         bands = len(spec.cell.cqi_bands) + 1 if spec.cell.cqi_bands else 0
         return ObservationEncoding(spec.num_stations, False, spec.num_classes, spec.period, False, 0, bands)
@@ -112,7 +115,7 @@ class CellSystem(System):
 
     def step_rewards(self, done, actions, step, rule, lam, num_envs):
         """Paid per step, for the UE arriving now and the drops since (``envs.reward``)."""
-        from envs.reward import cell_charges
+
         carried, drops = cell_charges(done, actions, step)
         return rule(carried, True, drops, lam, self.spec.eps)
 

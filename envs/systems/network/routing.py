@@ -3,10 +3,14 @@ dispatch rule: ``System.routing``)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from envs.jobs import Column, SlotTable
-from envs.spec import NetworkSpec
+
+if TYPE_CHECKING:
+    from envs.spec import NetworkSpec
 
 
 class ProbabilisticRouting:

@@ -20,7 +20,9 @@ import math
 import numpy as np
 
 from envs.errors import SpecError
-from envs.systems.base import Headline, System, control_headline, control_measures
+from envs.observation import ObservationEncoding
+from envs.systems.base import REJECT, Headline, System, control_headline, control_measures
+from envs.systems.network.routing import ProbabilisticRouting
 
 BACKLOG_MARGIN = 32  # see NetworkSystem.hopeless_backlog
 ENGINE_MAX_JOBS = 1 << 16  # envs.engine.Engine's default max_jobs
@@ -104,7 +106,6 @@ class NetworkSystem(System):
     def entry_loads(self) -> tuple[list[str], np.ndarray]:
         """The controller's serving choices (every action but ``reject``) and the (stations,
         choices) load of each station when every job takes that choice."""
-        from envs.spec import REJECT
         spec = self.spec
         n = spec.num_stations
         r = np.asarray(spec.routing)[:, :n]
@@ -142,10 +143,10 @@ class NetworkSystem(System):
 
     # ------------------------------------------------------------------ simulation
     def routing(self):
-        from envs.systems.network.routing import ProbabilisticRouting
+
         return ProbabilisticRouting(self.spec)
 
     def encoding(self, include_in_service: bool = False):
-        from envs.observation import ObservationEncoding
+
         spec = self.spec
         return ObservationEncoding(spec.num_stations, include_in_service, spec.num_classes, spec.period, False)

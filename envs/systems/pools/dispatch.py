@@ -3,10 +3,14 @@ tau, and the timers that fire it (the protocol of a dispatch rule: ``System.rout
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from envs.jobs import Column, SlotTable
-from envs.spec import NetworkSpec
+
+if TYPE_CHECKING:
+    from envs.spec import NetworkSpec
 
 NONE, REROUTE, REPLICATE = 0, 1, 2
 _POLICY_CODE = {"none": NONE, "reroute": REROUTE, "replicate": REPLICATE}

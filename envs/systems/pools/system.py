@@ -36,10 +36,12 @@ from envs.errors import (
     check_distinct,
     check_keys,
     did_you_mean,
+    is_list,
     number_list,
 )
-from envs.spec import _is_list
+from envs.observation import ObservationEncoding
 from envs.systems.base import ControlSystem
+from envs.systems.pools.dispatch import PoolsDispatch
 from envs.systems.pools.theory import PoolsModel, PoolsPolicy, best_tau
 
 POOLS_KEYS = ("servers", "types", "size", "knowledge", "assign", "p_split", "policy", "tau", "queue", "preempt",
@@ -184,7 +186,7 @@ def _probability(raw: Any, field: str, fix: str) -> float:
 def _pool_tau(raw: Any, field: str) -> tuple[float, float]:
     """tau: one time >= 0 for both pools (inf = never) or [tau_1, tau_2] (by first pool)."""
     fix = "give a time >= 0 (.inf or 'inf' = never), or [tau_1, tau_2] per first pool"
-    values = number_list(raw, field, "times", fix, lambda x: None if x >= 0 else "must be >= 0") if _is_list(raw) \
+    values = number_list(raw, field, "times", fix, lambda x: None if x >= 0 else "must be >= 0") if is_list(raw) \
         else (as_number(raw, field, fix),)
     if len(values) not in (1, 2) or any(not x >= 0 for x in values):  # not >= also catches NaN
         raise SpecError(field, f"expected one time >= 0 or two, got {brief(raw)}", fix)
@@ -333,13 +335,13 @@ class PoolsSystem(ControlSystem):
                    aliases={"speed": "types", "speeds": "types", "p": "types", "n": "servers", "dist": "size",
                             "service": "size", "action": "actions", "threshold": "tau"})
         servers = raw.get("servers")
-        if (not _is_list(servers) or len(servers) != 2
+        if (not is_list(servers) or len(servers) != 2
                 or any(isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 10_000
                        for n in servers)):
             raise SpecError("pools.servers", f"must be two positive integers [N1, N2], got {brief(servers)}",
                             "give the number of servers of each pool, e.g. [2, 2]")
         types = raw.get("types")
-        if not _is_list(types) or not types:
+        if not is_list(types) or not types:
             raise SpecError("pools.types", f"must be a non-empty list, got {brief(types)}",
                             "list each job type as {p: probability, speeds: [on pool 1, on pool 2]}")
         p, speeds = [], []
@@ -396,7 +398,7 @@ class PoolsSystem(ControlSystem):
         default = PoolAction(-1, policy, tau, queue, preempt)
         if "actions" in raw:
             acts = raw["actions"]
-            if not _is_list(acts) or not acts:
+            if not is_list(acts) or not acts:
                 raise SpecError("pools.actions", f"must be a non-empty list, got {brief(acts)}",
                                 "list the controller's choices, e.g. [{pool: 1}, {pool: 2}, {pool: 1, policy: "
                                 "replicate, tau: 1.0}]")
@@ -462,13 +464,13 @@ class PoolsSystem(ControlSystem):
 
     # ------------------------------------------------------------------ simulation
     def routing(self):
-        from envs.systems.pools.dispatch import PoolsDispatch
+
         return PoolsDispatch(self.spec)
 
     def encoding(self, include_in_service: bool = False):
         """Jobs waiting and busy servers per pool (always: they show what a timer may free),
         then the arriving job's type information one-hot (types + 1)."""
-        from envs.observation import ObservationEncoding
+
         spec = self.spec
         return ObservationEncoding(spec.num_stations, True, spec.num_classes, spec.period, False,
                                    spec.pools.num_types + 1, -1)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from drl_ac.rules.tuning import ConstantAction, ControlTuner, TuningResult
-from envs import NetworkSpec
+from envs import NetworkSpec, ObservationEncoding
 from envs.systems.redundancy.theory import stability_threshold
 
 K_GRID = (2, 4, 8, 16, 32)  # jobs in system at which the rule falls back to ``low``: geometric
@@ -86,8 +86,6 @@ M_GRID = (0, 1, 2, 4, 8)  # jobs a server may hold and still get a copy (OwnServ
 def own_server_rules(spec: NetworkSpec, m_grid: tuple[int, ...] = M_GRID) -> list[OwnServers]:
     """One ``OwnServers`` rule per d_max > 1 of the scenario's choices and m of ``m_grid``; none
     when the observation does not count the jobs at the job's own servers."""
-    from envs import ObservationEncoding
-
     enc = ObservationEncoding.for_spec(spec)
     choices = spec.redundancy.choices
     if not enc.candidates:

@@ -39,9 +39,10 @@ from envs.distributions import (
     PhaseMixture,
     make_distribution,
 )
-from envs.errors import SpecError, brief, check_distinct, check_keys, did_you_mean
-from envs.spec import _is_list
+from envs.errors import SpecError, brief, check_distinct, check_keys, did_you_mean, is_list
+from envs.observation import ObservationEncoding
 from envs.systems.base import ControlSystem
+from envs.systems.redundancy.dispatch import CopyToD
 
 REDUNDANCY_KEYS = ("servers", "kind", "copies", "size", "scale", "factor", "d")
 COPY_LAWS = ("identical", "iid", "scaled")
@@ -224,7 +225,7 @@ class RedundancySystem(ControlSystem):
         d = raw.get("d", [1])
         d = [d] if isinstance(d, (int, np.integer)) and not isinstance(d, bool) else d
         d_fix = "give the replication degrees the controller may choose, e.g. [1, 2, 3]"
-        if not _is_list(d) or not d or any(isinstance(x, bool) or not isinstance(x, (int, np.integer))
+        if not is_list(d) or not d or any(isinstance(x, bool) or not isinstance(x, (int, np.integer))
                                            or not 1 <= x <= servers for x in d):
             raise SpecError("redundancy.d", f"must be distinct integers in 1..{servers}, got {brief(d)}", d_fix)
         check_distinct(d, "redundancy.d", d_fix)
@@ -280,7 +281,7 @@ class RedundancySystem(ControlSystem):
 
     # ------------------------------------------------------------------ simulation
     def routing(self):
-        from envs.systems.redundancy.dispatch import CopyToD
+
         return CopyToD(self.spec)
 
     def encoding(self, include_in_service: bool = False):
@@ -288,7 +289,7 @@ class RedundancySystem(ControlSystem):
         at the arriving job's own servers in its random order, as many as the largest d (its
         d copies join the first d: whether they are idle is what decides a good d); the busy
         servers are in those counts, so ``include_in_service`` does not apply."""
-        from envs.observation import ObservationEncoding
+
         spec = self.spec
         return ObservationEncoding(spec.num_stations, False, spec.num_classes, spec.period, True,
                                    candidates=max(spec.redundancy.choices))

@@ -20,14 +20,14 @@ def test_engine_mmc_tail_high_load_long_run():
     """Erlang C tail at rho = 0.95, where warm-up and run length matter most."""
     import numpy as np
 
-    from envs import NetworkSpec, QueueNetworkSim
+    from envs import Engine, NetworkSpec
     from envs.distributions import Exponential
     from envs.queueing import mmc_wait_tail
     from envs.rollout import accept_all, collect
 
     c, mu, lam = 2, 0.5, 0.95
     spec = NetworkSpec.tandem([c], [Exponential(1 / mu)], Exponential(1 / lam), d_ub=10, eps=0.1)
-    done, _ = collect(QueueNetworkSim(spec, 1000, seed=9), accept_all, 6000, 4000)
+    done, _ = collect(Engine(spec, 1000, seed=9), accept_all, 6000, 4000)
     for t in (0.0, 10.0, 30.0):
         x = np.bincount(done.env, weights=(done.wait[:, 0] > t) * 1.0) / np.bincount(done.env)
         se = x.std(ddof=1) / np.sqrt(x.size)
