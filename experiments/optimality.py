@@ -34,9 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from drl_ac.checkpoint import LoadedPolicy
-from drl_ac.evaluation.calibration import calibrate_bias, calibrated, calibrated_section
-from drl_ac.evaluation.metrics import evaluate
 from drl_ac.learning.trainer import TrainConfig, Trainer
+from drl_ac.study import Run
 from envs import NetworkSpec, SpecError, load_spec
 from envs.distributions import Exponential
 from envs.systems.cell.chain import cell_chain, chain_observations
@@ -100,9 +99,9 @@ def compare(scenario: str, steps: int, num_envs: int, seed: int, arrivals: int, 
                                   "acceptance": det.acceptance, "threshold_n": det.threshold},
            "learned_lam": trainer.lam, "decisions": trainer.decisions, "learned": {}}
     for name, confidence in confidences.items():
-        section = calibrated_section(trainer, spec.eps, confidence=confidence)
+        section = Run(spec, seed).calibrate(trainer.policy_section(), confidence=confidence)
         policy = LoadedPolicy(section)
-        sim = evaluate(policy, spec, arrivals=arrivals, seed=seed + 10_000)
+        sim = Run(spec, seed).evaluate(policy, arrivals)
         ex = learned_exactly(policy, c, mu, lam, spec)
         row["learned"][name] = {
             "confidence": confidence, "mix": section["mix"], "exact_objective": ex.objective,
@@ -140,21 +139,20 @@ def compare_cell(scenario: str, steps: int, num_envs: int, updates_per_step: int
     opt = admission_lp(*model, spec.eps)
     trainer = trained(TrainConfig(scenario=scenario, lam="auto", steps=steps, num_envs=num_envs, seed=seed,
                                   updates_per_step=updates_per_step), deadline)
-    section = trainer.policy_section()
     target = spec.eps + tolerance
-    bias, cal = calibrate_bias(section, spec, target, arrivals=arrivals, seed=seed + 5_000, randomise=True)
-    section = calibrated(section, bias, cal, target)
+    section = Run(spec, seed).calibrate(trainer.policy_section(), arrivals, target=target)
+    cal = section["calibration"]
     policy = LoadedPolicy(section)
     obs = chain_observations(chain, spec.cell, policy.encoding.cell_layout())
     admit = policy.admit_probability(obs.reshape(-1, obs.shape[-1])).reshape(obs.shape[:2])
     learned = evaluate_admission_policy(*model, admit)
-    sim = evaluate(policy, spec, arrivals=arrivals, seed=seed + 10_000)
+    sim = Run(spec, seed).evaluate(policy, arrivals)
     row = {"scenario": scenario, "eps": spec.eps, "tolerance": tolerance, "states": len(chain.states),
            "optimum": {"blocking": opt.blocking, "dropping": opt.dropping},
            "learned_exact": {"blocking": learned.blocking, "dropping": learned.dropping,
                              "admit": admit.tolist()},
            "learned": {k: sim[k] for k in ("blocking", "blocking_ci", "dropping", "dropping_ci", "dropping_upper")},
-           "calibration": {"bias": section["bias"], "mix": cal["mix"], "target": target, "dropping": cal["violation"],
+           "calibration": {"bias": section["bias"], "mix": section["mix"], "target": target, "dropping": cal["violation"],
                            "dropping_upper": cal["violation_upper"]},
            "learned_lam": trainer.lam, "decisions": trainer.decisions}
     row["gap_to_optimum"] = learned.blocking - opt.blocking

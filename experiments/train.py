@@ -48,17 +48,15 @@ from drl_ac.checkpoint import (
     LoadedPolicy,
     load_file,
     save_atomic,
-    save_policy_folder,
     write_json,
 )
 from drl_ac.cli import HelpFormatter, StopSignals, progress_printer
-from drl_ac.evaluation.calibration import calibrated_section
-from drl_ac.evaluation.metrics import evaluate, format_metrics
-from drl_ac.evaluation.steady import capped, steady_state
+from drl_ac.evaluation.metrics import format_metrics
 from drl_ac.folder_lock import FolderInUse, FolderLock
 from drl_ac.learning.learner import RBAR_UPDATES, LearnerConfig
 from drl_ac.learning.qnet import rule_of
 from drl_ac.learning.trainer import COSTS, LAM_MODES, TARGETS, TrainConfig, Trainer
+from drl_ac.study.pipeline import Run
 from drl_ac.tracking import WandbLogger
 from envs import NetworkSpec, ObservationEncoding, SpecError
 
@@ -370,8 +368,9 @@ def start(args: argparse.Namespace, given: set[str], say: Callable[[str], None],
     check_applicable(spec, config, given)
     tuned = None
     if spec.system.kind == "control" and args.base == "rule":
-        tuned = study.tune_rules(spec, config.seed, "quick" if args.compare == "off" else args.compare, say)
-        base = study.guard_rule(spec, tuned, ObservationEncoding.for_spec(spec, config.include_in_service))
+        run = steps(spec, config.seed, args, say)
+        tuned = run.tune_rules()
+        base = run.base_rule(tuned, ObservationEncoding.for_spec(spec, config.include_in_service))
         if base is not None:
             say(f"learning the values of the best rule that can guard: {base.describe()}")
             config = dataclasses.replace(config, base_rule=rule_of(base.guard_fields()))
@@ -432,7 +431,7 @@ def train_and_finish(trainer: Trainer, out: Path, tuned: dict | None, args: argp
         if args.compare == "off":
             tuned = None
         elif background is None and tuned is None:
-            tuned = study.tune_rules(trainer.spec, config.seed, args.compare, say)
+            tuned = steps(trainer.spec, config.seed, args, say).tune_rules()
         if background is not None and tuned is None and trainer.spec.system.kind == "control":
             tuned = background.tuned(say)  # the guard needs the rules
         metrics, exported, section = finish(trainer, args, out, tuned, say, given)
@@ -455,8 +454,7 @@ def train_and_finish(trainer: Trainer, out: Path, tuned: dict | None, args: argp
     print(f"final evaluation ({spec.name}, {spec.system.headline.text(spec.eps)}): {format_metrics(metrics, spec)}")
     print(f"wrote {out / 'policy.pt'}, {', '.join(map(str, exported))}, {out / 'metrics.json'}, {ckpt}")
     if tuned is not None:
-        comparison = compare_with_rules(LoadedPolicy(section), spec, config.seed, args.compare, out, tuned, measured,
-                                        say)
+        comparison = compare_with_rules(steps(spec, config.seed, args, say), section, out, tuned, measured)
         metrics["verdict"] = comparison["verdict"]
     return metrics
 
@@ -512,14 +510,18 @@ def keep_policy(trainer: Trainer, out: Path, started: float) -> str:
     return f"{path} holds the trained policy, uncalibrated and unevaluated"
 
 
-def compare_with_rules(policy: LoadedPolicy, spec: NetworkSpec, seed: int, budget: str, out: Path,
-                       tuned: dict, measured: dict | None, say: Callable[[str], None]) -> dict:
-    """The study's comparison (``drl_ac.study.compare``): the tuned rules (``measured``: their
-    rows, measured beside training) against the policy in steady state; the table and the
-    verdict line to stdout, everything to OUT/comparison.json."""
-    t0 = time.perf_counter()
-    rows, verdict = study.compare(policy, spec, seed, budget, progress=say, tuned=tuned, measured=measured)
-    comparison = {"scenario": spec.name, "budget": budget, "seed": seed, "seconds": time.perf_counter() - t0,
+def steps(spec: NetworkSpec, seed: int, args: argparse.Namespace, say: Callable[[str], None]) -> Run:
+    """The run's steps (``drl_ac.pipeline.Run``) at the budget of ``--compare`` (quick when off)."""
+    return Run(spec, seed, "quick" if args.compare == "off" else args.compare, say)
+
+
+def compare_with_rules(run: Run, section: dict, out: Path, tuned: dict, measured: dict | None) -> dict:
+    """The comparison (``Run.compare``): the tuned rules (``measured``: their rows, measured
+    beside training) against the policy in steady state; the table and the verdict line to
+    stdout, everything to OUT/comparison.json."""
+    t0, spec = time.perf_counter(), run.spec
+    rows, verdict = run.compare(section, tuned, measured)
+    comparison = {"scenario": spec.name, "budget": run.budget, "seed": run.seed, "seconds": time.perf_counter() - t0,
                   "verdict": verdict.to_dict(), "rows": study.json_rows(rows)}
     if spec.system.headline.constraint is not None:
         comparison["constraint"] = f"every policy {study.FEASIBLE}"
@@ -535,10 +537,11 @@ def finish(trainer: Trainer, args: argparse.Namespace, out: Path, tuned: dict | 
     tuned rule that can guard it (when rules were ``tuned``: ``drl_ac.study.guard``), evaluate
     (a control system in steady state, at most --eval-arrivals arrivals when given) and write
     the policy files."""
-    config = trainer.config
+    config, spec = trainer.config, trainer.spec
+    run = steps(spec, config.seed, args, say)
     if args.calibrate == "on" or (args.calibrate == "auto" and trainer.auto_lam):
-        section = calibrated_section(trainer, trainer.spec.eps, arrivals=args.eval_arrivals, progress=say,
-                                     randomise=args.randomise == "on", confidence=args.confidence)
+        section = run.calibrate(trainer.policy_section(), arrivals=args.eval_arrivals,
+                                randomise=args.randomise == "on", confidence=args.confidence)
         cal = section["calibration"]
         mixed = "" if not cal["mix"] else f", and w.p. {cal['mix']:.4f} within {cal['margin']:.4f} below it"
         print(f"calibrated acceptance bias {section['bias']:.4f}{mixed}: violation {cal['violation']:.4f}, one-sided "
@@ -551,22 +554,15 @@ def finish(trainer: Trainer, args: argparse.Namespace, out: Path, tuned: dict | 
                   "--eps / --d-ub if the system cannot meet them", file=sys.stderr)
     else:
         section = trainer.policy_section()
-    control = trainer.spec.system.kind == "control"
-    default = study.guard_rule(trainer.spec, tuned, LoadedPolicy(section).encoding) if tuned and control else None
+    default = run.base_rule(tuned, LoadedPolicy(section).encoding)
     if default is not None:
-        section, _ = study.guard(section, trainer.spec, default, config.seed, args.compare, progress=say)
-    policy = LoadedPolicy(section)
-    if trainer.spec.system.kind == "control":  # in steady state: a control system's mean is slow to settle
-        budget = study.BUDGETS["quick" if args.compare == "off" else args.compare]["evaluation"]
-        if "eval_arrivals" in given:
-            budget = capped(budget, args.eval_arrivals)
-        metrics = steady_state(policy, trainer.spec, seed=config.seed + study.EVALUATION, **budget)
-    else:
-        metrics = evaluate(policy, trainer.spec, arrivals=args.eval_arrivals, seed=config.seed + study.EVALUATION)
+        section = run.guard(section, default)
+    capped_by_user = spec.system.kind != "control" or "eval_arrivals" in given  # a steady state runs to its budget
+    metrics = run.evaluate(LoadedPolicy(section), args.eval_arrivals if capped_by_user else None)
     metrics.update({"lam": trainer.lam, "rbar": float(trainer.learner.rbar), "decisions": trainer.decisions,
                     "scenario": trainer.spec.name, "seed": config.seed, "bias": section.get("bias", 0.0)})
     section["metrics"] = metrics
-    exported = save_policy_folder(section, out)[2:]
+    exported = run.export(section, out)[2:]
     return metrics, exported, section
 
 

@@ -130,17 +130,6 @@ def _false_position(run: Callable[[float], dict], lo: float, m_lo: dict, hi: flo
     return hi, m_hi, lo, m_lo
 
 
-def calibrated_section(trainer, target: float, arrivals: int = 200_000, confidence: float = 0.95,
-                       progress: Callable[[str], None] | None = None, randomise: bool = True) -> dict:
-    """The trainer's policy section with its acceptance bias (and, ``randomise``, its mixing
-    at the margin) calibrated so that the violation is <= ``target`` (normally eps) with
-    ``confidence`` (0.5: the point estimate; ``calibrate_bias``)."""
-    section = trainer.policy_section()
-    bias, m = calibrate_bias(section, trainer.spec, target, arrivals=arrivals, seed=trainer.config.seed + 5_000,
-                             confidence=confidence, progress=progress, randomise=randomise)
-    return calibrated(section, bias, m, target, confidence)
-
-
 def calibrated(section: dict, bias: float, m: dict, target: float, confidence: float = 0.95, **record) -> dict:
     """``section`` at the operating point ``calibrate_bias`` found (``bias``; its evaluation
     ``m`` holds ``margin`` and ``mix``), with a record of it under ``calibration`` (``record``:

@@ -1,6 +1,7 @@
 """One pipeline for every system: tuned rules, a learned controller, an honest steady-state
-comparison with a verdict (``compare``), and the study around it (``run``: ``StudyConfig``,
-``run_study``)."""
+comparison with a verdict (``compare``), the steps of one run in order (``pipeline.Run``,
+what ``experiments/train.py`` runs), and the study around it, loads x ``Run`` (``run``:
+``StudyConfig``, ``run_study``)."""
 
 from drl_ac.study.compare import (
     BUDGETS,
@@ -23,8 +24,9 @@ from drl_ac.study.compare import (
     table,
     tune_rules,
 )
+from drl_ac.study.pipeline import Run
 from drl_ac.study.run import StudyConfig, at_load, reference_rate, run_study
 
-__all__ = ["BUDGETS", "BackgroundRules", "RuleRows", "EVALUATION", "TUNING", "VALIDATION", "StudyConfig", "Verdict", "at_load", "guard_rule",
+__all__ = ["BUDGETS", "BackgroundRules", "RuleRows", "Run", "EVALUATION", "TUNING", "VALIDATION", "StudyConfig", "Verdict", "at_load", "guard_rule",
            "FEASIBLE", "compare", "feasible", "guard", "guard_candidates", "json_rows", "judge", "measure", "measure_rules", "reference_rate",
            "run_study", "table", "tune_rules"]

@@ -47,6 +47,7 @@ import numpy as np
 
 from drl_ac import study
 from drl_ac.folder_lock import FolderLock
+from drl_ac.study.pipeline import Run
 from envs import NetworkSpec, SpecError, load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -284,15 +285,13 @@ def at_load(spec: NetworkSpec, load: float) -> NetworkSpec:
 
 
 # ---------------------------------------------------------------- one load
-def candidates(config: StudyConfig, spec: NetworkSpec, tuned: dict, say: Say) -> tuple[list, list[str]]:
+def candidates(config: StudyConfig, run: Run, tuned: dict) -> tuple[list, list[str]]:
     """The learned candidates of a study (the module's step 4) and the snapshots' labels."""
-    from drl_ac.evaluation.calibration import calibrate_bias, calibrated
-    from drl_ac.evaluation.selection import VALIDATION, Candidate, train_snapshots
+    from drl_ac.evaluation.selection import Candidate, train_snapshots
     from drl_ac.learning.qnet import rule_of
-    from envs import ObservationEncoding
 
-    kind = spec.system.kind
-    default = study.guard_rule(spec, tuned, ObservationEncoding.for_spec(spec)) if kind == "control" else None
+    spec, say, kind = run.spec, run.progress, run.spec.system.kind
+    default = run.base_rule(tuned)
     base_rule = rule_of(default.guard_fields()) if default is not None and config.base == "rule" else None
     if base_rule is not None:
         say(f"learners learn the values of {default.describe()}")
@@ -312,11 +311,10 @@ def candidates(config: StudyConfig, spec: NetworkSpec, tuned: dict, say: Say) ->
     arrivals = config.calibration_arrivals or CALIBRATION[config.budget]
     out = []
     for c in taken:
-        bias, m = calibrate_bias(c.section, spec, spec.eps, arrivals=arrivals, seed=config.seed + VALIDATION,
-                                 randomise=True)
-        section = calibrated(c.section, bias, m, spec.eps, seed=config.seed + VALIDATION)
-        say(f"calibrated {c.label}: bias {bias:.4f}, and w.p. {m['mix']:.4f} within {m['margin']:.4f} below it, "
-            f"violation upper bound {m['violation_upper']:.4f}")
+        section = run.calibrate(c.section, arrivals)
+        m = section["calibration"]
+        say(f"calibrated {c.label}: bias {section['bias']:.4f}, and w.p. {m['mix']:.4f} within {m['margin']:.4f} "
+            f"below it, violation upper bound {m['violation_upper']:.4f}")
         out.append(Candidate(f"{c.label}, calibrated", section))
     return out, labels
 
@@ -368,8 +366,6 @@ def study_load(job: dict[str, Any], say: Say | None = None) -> dict[str, Any]:
     Runs on one torch thread (restored after), so its numbers depend on its seeds only."""
     import torch
 
-    from drl_ac.checkpoint import LoadedPolicy
-
     config = StudyConfig(**job["config"])
     load = job["load"]
     t0 = time.perf_counter()
@@ -384,10 +380,11 @@ def study_load(job: dict[str, Any], say: Say | None = None) -> dict[str, Any]:
         base = load_spec(config.scenario, eps=config.eps) if config.eps is not None else load_spec(config.scenario)
         spec = base if load is None else at_load(base, load)
         say(f"{spec.system.describe()}")
-        tuned = study.tune_rules(spec, config.seed, config.budget, say)
-        cands, learners = candidates(config, spec, tuned, say)
+        run = Run(spec, config.seed, config.budget, say)
+        tuned = run.tune_rules()
+        cands, learners = candidates(config, run, tuned)
         chosen, scored = choose(cands, spec, config.seed, config.budget, say)
-        rows, verdict = study.compare(LoadedPolicy(chosen.section), spec, config.seed, config.budget, say, tuned=tuned)
+        rows, verdict = run.compare(chosen.section, tuned)
     finally:
         torch.set_num_threads(threads)
     say(verdict.line())

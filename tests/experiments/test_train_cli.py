@@ -399,7 +399,7 @@ def test_flags_the_system_would_ignore_are_refused(scenario, flags, named, tmp_p
 def test_a_run_that_fails_after_training_still_leaves_its_policy(tmp_path, capsys, monkeypatch, mm1_yaml):
     def broken(*args, **kwargs):
         raise RuntimeError("evaluation failed")
-    monkeypatch.setattr(train, "evaluate", broken)
+    monkeypatch.setattr(train.Run, "evaluate", broken)
     out = tmp_path / "failed"
     with pytest.raises(RuntimeError, match="evaluation failed"):
         train.main(["--scenario", str(mm1_yaml), "--steps", "2000", "--out", str(out), "--lam", "scenario", *SMALL])

@@ -1,0 +1,122 @@
+"""One run on one spec, the steps every entry point takes in the same order, on the same seeds:
+
+1. ``tune_rules``: every rule of the system tuned on seed + TUNING (its folder's ``rules``);
+2. ``base_rule``: on a control system, the best tuned rule that can guard a learned policy
+   (what a learner may learn the values of, and what guards it);
+3. training (``drl_ac.learning.trainer.Trainer``: ``experiments/train.py`` trains one learner
+   with checkpoints, a study several with snapshots), then on an admission network or a cell
+   ``calibrate`` (the acceptance bias and the mixing at the margin, to violation <= eps with
+   95% confidence), on a control system ``guard`` (the greedy network kept to the rule where
+   its advantages are noise), both on seed + VALIDATION;
+4. ``evaluate``: on seed + EVALUATION, never seen before, a queueing system in steady state,
+   a loss or periodic system over whole windows;
+5. ``export``: the policy folder (``policy.pt``, ``policy.pt2``, ``policy.onnx``);
+6. ``compare``: the policy against every tuned rule in steady state, with a verdict.
+
+Each step is a method a user can call alone (``Run(spec, seed).tune_rules()``); what one
+returns is what the next takes. ``experiments/train.py`` and ``experiments/study.py`` are
+command lines over these steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from drl_ac.checkpoint import LoadedPolicy, save_policy_folder
+from drl_ac.evaluation.calibration import calibrate_bias, calibrated
+from drl_ac.evaluation.metrics import evaluate
+from drl_ac.evaluation.selection import EVALUATION, TUNING, VALIDATION
+from drl_ac.evaluation.steady import capped, steady_state
+from drl_ac.rules.tuning import TuningResult
+from drl_ac.study.compare import BUDGETS, Verdict, compare, guard, guard_rule, tune_rules
+from envs import NetworkSpec
+from envs.observation import ObservationEncoding
+
+Say = Callable[[str], None]
+
+
+def _silent(text: str) -> None:
+    """No progress lines."""
+
+
+@dataclass
+class Run:
+    """The steps of one run on ``spec`` with ``seed`` (the module's text); ``budget`` sizes
+    the tuning, the steady-state evaluations and the comparison (``drl_ac.BUDGETS``)."""
+
+    spec: NetworkSpec
+    seed: int = 0
+    budget: str = "quick"
+    progress: Say = field(default=_silent, repr=False)
+
+    @property
+    def tuning_seed(self) -> int:
+        return self.seed + TUNING
+
+    @property
+    def validation_seed(self) -> int:
+        return self.seed + VALIDATION
+
+    @property
+    def evaluation_seed(self) -> int:
+        return self.seed + EVALUATION
+
+    def tune_rules(self, **options: Any) -> dict[str, TuningResult]:
+        """Every rule of the system tuned on the tuning seed (``options``: of the system's
+        tuner, replacing the budget's)."""
+        return tune_rules(self.spec, self.seed, self.budget, self.progress, **options)
+
+    def base_rule(self, tuned: dict[str, TuningResult] | None, encoding: ObservationEncoding | None = None
+                  ) -> Any:
+        """The best tuned rule that can guard a control system's policy (``guard_rule``),
+        read through ``encoding`` (default: the system's); None on another system, without
+        rules, or when no rule that can guard was stationary."""
+        if self.spec.system.kind != "control" or not tuned:
+            return None
+        return guard_rule(self.spec, tuned, encoding or ObservationEncoding.for_spec(self.spec))
+
+    def calibrate(self, section: dict, arrivals: int = 200_000, randomise: bool = True, confidence: float = 0.95,
+                  target: float | None = None) -> dict:
+        """``section`` (an admission policy) at the most accepting operating point whose
+        violation is <= ``target`` (default eps) with ``confidence`` on the validation seed
+        (``calibrate_bias``; ``randomise``: with its mixing at the margin), a record of it
+        under ``calibration``."""
+        target = self.spec.eps if target is None else target
+        bias, m = calibrate_bias(section, self.spec, target, arrivals=arrivals, seed=self.validation_seed,
+                                 confidence=confidence, progress=self.progress, randomise=randomise)
+        return calibrated(section, bias, m, target, confidence, seed=self.validation_seed)
+
+    def guard(self, section: dict, rule: Any, quantiles: tuple[float, ...] = (0.5, 0.9, 0.99)) -> dict:
+        """A control policy guarded by ``rule`` (``base_rule``), the guard's bias chosen on the
+        validation seed (``guard``)."""
+        return guard(section, self.spec, rule, self.seed, self.budget, quantiles, self.progress)[0]
+
+    def evaluate(self, policy: Callable, arrivals: int | None = None) -> dict:
+        """``policy`` on the evaluation seed: a control system in steady state (at most about
+        ``arrivals`` arrivals when given: it may then end before the run is stationary), an
+        admission network or a cell over ``arrivals`` (default 200,000)."""
+        if self.spec.system.kind == "control":  # a control system's mean is slow to settle
+            options = BUDGETS[self.budget]["evaluation"]
+            if arrivals is not None:
+                options = capped(options, arrivals)
+            return steady_state(policy, self.spec, seed=self.evaluation_seed, **options)
+        return evaluate(policy, self.spec, arrivals=200_000 if arrivals is None else arrivals,
+                        seed=self.evaluation_seed)
+
+    def export(self, section: dict, out: Path) -> list[Path]:
+        """The policy folder: ``policy.pt`` and its exports (``save_policy_folder``)."""
+        return save_policy_folder(section, out)
+
+    def compare(self, section: dict, tuned: dict[str, TuningResult] | None = None,
+                measured: dict[str, dict] | None = None) -> tuple[dict[str, dict], Verdict]:
+        """The policy against every tuned rule (``tuned``: tuned here when None; ``measured``:
+        their rows, when already measured) in steady state on the evaluation seed, and the
+        verdict (``compare``)."""
+        return compare(LoadedPolicy(section), self.spec, self.seed, self.budget, progress=self.progress,
+                             tuned=tuned, measured=measured)
+
+
+__all__ = ["Run"]
