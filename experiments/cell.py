@@ -36,9 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import multiprocessing
 import os
-import pickle
 import sys
 import time
 import traceback
@@ -56,6 +54,7 @@ from drl_ac.evaluation.calibration import calibrate_bias, calibrated
 from drl_ac.evaluation.metrics import evaluate
 from drl_ac.learning.learner import LearnerConfig
 from drl_ac.learning.trainer import TrainConfig, Trainer
+from drl_ac.parallel import Worker
 from envs import NetworkSpec, load_spec
 from envs.systems.cell import CellSystem
 from envs.systems.cell import rules as cb
@@ -165,13 +164,12 @@ class Job:
 
 @dataclass
 class Jobs:
-    """Jobs run ``slots`` at a time, each in its own process (spawned: a fresh interpreter,
-    one thread), results coming back pickled through files in ``folder``. A job that raises or
+    """Jobs run ``slots`` at a time, each in its own process (``drl_ac.parallel.Worker``: a
+    fresh interpreter, one thread), in the order their dependencies allow. A job that raises or
     is still running at ``run``'s deadline gets ``{"error": ...}``. ``slots`` 1: in this
     process, one after the other (the test; no deadline)."""
 
     slots: int
-    folder: Path
     jobs: dict[str, Job] = field(default_factory=dict)
 
     def add(self, name: str, fn: Callable, after: tuple[str, ...] = (), partial: bool = False,
@@ -190,8 +188,7 @@ class Jobs:
     def run(self, until: float, say: Callable[[str], None]) -> dict[str, dict]:
         done: dict[str, dict] = {}
         pending = list(self.jobs)
-        running: dict[str, tuple[Any, Path, float]] = {}
-        ctx = multiprocessing.get_context("spawn")
+        running: dict[str, tuple[Worker, float]] = {}
         while pending or running:
             for name in [n for n in pending if all(d in done for d in self.jobs[n].after)]:
                 if (len(running) >= self.slots or time.time() > until) and self.slots > 1:
@@ -208,27 +205,21 @@ class Jobs:
                     done[name] = {**_call(job.fn, kwargs), "seconds": time.time() - t0}
                     say(f"done {name}{' (failed)' if 'error' in done[name] else ''}")
                     continue
-                path = self.folder / f"{name.replace(' ', '_')}.pickle"
-                path.unlink(missing_ok=True)
-                proc = ctx.Process(target=_child, args=(job.fn, kwargs, str(path)), daemon=True)
-                proc.start()
-                running[name] = (proc, path, t0)
-            for name, (proc, path, t0) in list(running.items()):
-                if proc.is_alive():
+                running[name] = (Worker(_one_thread, job.fn, kwargs), t0)
+            for name, (worker, t0) in list(running.items()):
+                if not worker.ready():
                     continue
-                proc.join()
                 try:
-                    with open(path, "rb") as f:
-                        done[name] = pickle.load(f)
-                except (OSError, EOFError, pickle.UnpicklingError):
-                    done[name] = {"error": f"the process ended with code {proc.exitcode} and no result"}
+                    done[name] = worker.recv()
+                except (EOFError, OSError):
+                    done[name] = {"error": f"the process ended with code {worker.process.exitcode} and no result"}
+                worker.cancel()
                 done[name]["seconds"] = time.time() - t0
                 del running[name]
                 say(f"done {name}{' (failed)' if 'error' in done[name] else ''}")
             if time.time() > until and running:
-                for name, (proc, _, t0) in running.items():
-                    proc.terminate()
-                    proc.join()
+                for name, (worker, t0) in running.items():
+                    worker.cancel()
                     done[name] = {"error": "out of time: stopped at the slot's deadline", "seconds": time.time() - t0}
                     say(f"stopped {name}: out of time")
                 running.clear()
@@ -249,16 +240,10 @@ def _call(fn: Callable, kwargs: dict) -> dict:
         return {"error": traceback.format_exc()}
 
 
-def _child(fn: Callable, kwargs: dict, path: str) -> None:
+def _one_thread(fn: Callable, kwargs: dict) -> dict:
+    """A job in its own process (``drl_ac.parallel.Worker``): one torch thread, its failure its result."""
     torch.set_num_threads(1)
-    out = _call(fn, kwargs)
-    try:
-        data = pickle.dumps(out)
-    except Exception:  # noqa: BLE001
-        data = pickle.dumps({"error": traceback.format_exc()})
-    tmp = Path(path + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    return _call(fn, kwargs)
 
 
 # ---------------------------------------------------------------- verdict, tables, plots
@@ -416,7 +401,7 @@ def main(argv: list[str] | None = None) -> dict:
     tune = {**common, "arrivals": args.tune_arrivals, "num_envs": args.tune_envs}
     final = {**common, "arrivals": args.eval_arrivals, "num_envs": args.eval_envs}
     periodic = spec.period is not None
-    jobs = Jobs(args.jobs, work)
+    jobs = Jobs(args.jobs)
     learners = [f"learner {seed}" for seed in args.seeds] if args.policy is None else []
     for name, seed in zip(learners, args.seeds, strict=False):
         jobs.add(name, learn, **common, seed=seed, num_envs=args.num_envs, updates_per_step=args.updates_per_step,

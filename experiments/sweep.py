@@ -25,7 +25,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from drl_ac.evaluation.sweep import default_workers, run_trials, summarize, write_results
+from drl_ac.evaluation.sweep import run_trials, summarize, write_results
+from drl_ac.parallel import default_workers
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,14 +7,12 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-RAY_HINT = 'Ray is not installed. Fix: pip install -e ".[distributed]" (or pip install ray)'
+from drl_ac.parallel import run_jobs
 
 
 def lagrangian(metrics: dict, lam: float, eps: float) -> float:
@@ -61,48 +59,15 @@ def run_trial(trial: dict) -> dict:
     return {**trial, **metrics, "g": g, "eps": trainer.spec.eps, "training": trainer.progress()}
 
 
-def _ray_connect(ray, address: str | None) -> bool:
-    """Connect to Ray unless this process already is; True when this call connected (and so
-    should disconnect). address None (or "", "local"): start a fresh local Ray, no dashboard;
-    "auto": the cluster in RAY_ADDRESS or one started with `ray start` on this machine;
-    "host:6379": join that cluster's head directly; "ray://host:10001": a remote cluster through
-    Ray Client. An already initialised Ray (e.g. the caller's ray.init) is used as it is."""
-    if ray.is_initialized():
-        return False
-    if address in (None, "", "local"):
-        ray.init(address="local", include_dashboard=False, log_to_driver=False)
-    else:
-        try:
-            ray.init(address=address)
-        except ConnectionError as exc:
-            raise RuntimeError(f"no Ray cluster at {address!r} ({exc}). Fix: start one (ray start --head), "
-                               "set RAY_ADDRESS, or leave the address out for a local Ray") from exc
-    return True
-
-
 def run_trials(trials: list[dict], workers: int = 1, ray_address: str | None = None, use_ray: bool = False
                ) -> list[dict]:
-    """Run the trials and return their results in the same order. use_ray: as Ray tasks (one CPU
-    each, or the trial's threads) on the Ray this process is connected to, else on ray_address
-    (see _ray_connect; a connection made here is closed at the end). Otherwise in this process
+    """Run the trials and return their results in the same order (``drl_ac.parallel.run_jobs``).
+    use_ray: as Ray tasks (one CPU each, or the trial's threads) on the Ray this process is
+    connected to, else on ray_address (None: a fresh local Ray). Otherwise in this process
     (workers <= 1) or a pool of local processes. Results do not depend on where a trial runs
     (on the same kind of CPU)."""
-    if use_ray:
-        try:
-            import ray
-        except ImportError:
-            raise RuntimeError(RAY_HINT) from None
-        connected = _ray_connect(ray, ray_address)
-        try:
-            remote = ray.remote(run_trial)
-            return ray.get([remote.options(num_cpus=int(t.get("threads", 1))).remote(t) for t in trials])
-        finally:
-            if connected:
-                ray.shutdown()
-    if workers <= 1:
-        return [run_trial(t) for t in trials]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(run_trial, trials))
+    ray = (ray_address or "local") if use_ray else None
+    return list(run_jobs(run_trial, trials, workers, ray, cpus=lambda t: int(t.get("threads", 1))))
 
 
 def summarize(results: Iterable[dict]) -> tuple[list[dict], float | None]:
@@ -138,6 +103,3 @@ def write_results(out: Path, trials: list[dict], rows: list[dict], lam_star: flo
         w.writerows(rows)
     (out / "sweep.json").write_text(json.dumps({"lam_star": lam_star, "rows": rows, "trials": trials}, indent=2))
 
-
-def default_workers() -> int:
-    return max(1, (os.cpu_count() or 1))

@@ -42,6 +42,7 @@ from drl_ac.evaluation.selection import (
     visited_states,
 )
 from drl_ac.evaluation.steady import stability, steady_state
+from drl_ac.parallel import Worker
 from drl_ac.rules.tuning import TuningResult
 from envs import NetworkSpec
 from envs.observation import ObservationEncoding
@@ -218,28 +219,18 @@ class BackgroundRules:
 
     def __init__(self, spec: NetworkSpec, seed: int = 0, budget: str = "quick",
                  tuned: dict[str, TuningResult] | None = None):
-        import multiprocessing
-
         _budget(budget)  # an unknown budget fails here, not in the second process
         self.spec, self.seed, self.budget, self.given = spec, seed, budget, tuned
         self._tuned: dict[str, TuningResult] | None = None
         self.started = time.perf_counter()
-        context = multiprocessing.get_context("spawn")
         count = 1 if tuned is not None else rules.chains(spec)
-        chains = [None] if count == 1 else range(count)
-        self.receive, self.processes = [], []
-        for chain in chains:
-            receive, send = context.Pipe(duplex=False)
-            process = context.Process(target=_rules_into, args=(send, spec, seed, budget, tuned, chain), daemon=True)
-            process.start()
-            send.close()  # only the child holds the sending end: its death reads as EOF here
-            self.receive.append(receive)
-            self.processes.append(process)
+        self.workers = [Worker(_rules_into, spec, seed, budget, tuned, chain, stream=True)
+                        for chain in ([None] if count == 1 else range(count))]
 
     def tuned(self, progress: Callable[[str], None] = lambda s: None) -> dict[str, TuningResult]:
         if self._tuned is None:
             try:
-                self._tuned = {name: r for receive in self.receive for name, r in receive.recv().items()}
+                self._tuned = {name: r for worker in self.workers for name, r in worker.recv().items()}
             except (EOFError, OSError):
                 progress("a second process could not tune the rules: tuning them here")
                 self.cancel()
@@ -250,37 +241,32 @@ class BackgroundRules:
     def result(self, progress: Callable[[str], None] = lambda s: None) -> RuleRows:
         tuned = self.tuned(progress)
         try:
-            rows = {name: row for receive in self.receive for name, row in receive.recv().items()}
+            rows = {name: row for worker in self.workers for name, row in worker.recv().items()}
         except (EOFError, OSError):
             progress("a second process could not measure the rules: measuring them here")
             return RuleRows(tuned, measure_rules(tuned, self.spec, self.seed, self.budget, progress))
         finally:
             self.cancel()
         what = "measured" if self.given is not None else "tuned and measured"
-        progress(f"{what} the rules of {self.spec.name} ({self.budget}) in {len(self.processes)} other process(es) "
+        progress(f"{what} the rules of {self.spec.name} ({self.budget}) in {len(self.workers)} other process(es) "
                  f"during training ({time.perf_counter() - self.started:.0f} s since their start)")
         for name, m in rows.items():
             progress(f"{name}: {table_cell(m, self.spec)}")
         return RuleRows(tuned, rows)
 
     def cancel(self) -> None:
-        for process, receive in zip(self.processes, self.receive, strict=True):
-            process.terminate()
-            process.join()
-            receive.close()
+        for worker in self.workers:
+            worker.cancel()
 
 
-def _rules_into(send: Any, spec: NetworkSpec, seed: int, budget: str, tuned: dict | None, chain: int | None) -> None:
-    """A second process of ``BackgroundRules``: the rules (of one chain), then their rows. It
-    ignores Ctrl-C (the training process decides, and stops it on its way out)."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _rules_into(send: Callable[[Any], None], spec: NetworkSpec, seed: int, budget: str, tuned: dict | None,
+                chain: int | None) -> None:
+    """A second process of ``BackgroundRules`` (a ``Worker``): the rules (of one chain), then
+    their rows."""
     if tuned is None:
         tuned = tune_rules(spec, seed, budget, **({} if chain is None else {"chain": chain}))
-    send.send(tuned)
-    send.send(measure_rules(tuned, spec, seed, budget))
-    send.close()
+    send(tuned)
+    send(measure_rules(tuned, spec, seed, budget))
 
 
 def measure_rules(tuned: dict[str, TuningResult], spec: NetworkSpec, seed: int = 0, budget: str = "quick",

@@ -30,15 +30,13 @@ import ast
 import dataclasses
 import inspect
 import math
-import multiprocessing
 import os
 import subprocess
 import sys
 import time
 import types
 import typing
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +45,7 @@ import numpy as np
 
 from drl_ac import study
 from drl_ac.folder_lock import FolderLock
+from drl_ac.parallel import run_jobs
 from drl_ac.study.pipeline import Run
 from envs import NetworkSpec, SpecError, load_spec
 
@@ -538,34 +537,6 @@ def commit() -> str | None:
 
 
 # ---------------------------------------------------------------- running the jobs
-def run_jobs(fn: Callable[[dict], dict], jobs: list[dict], workers: int = 1, ray: str | None = None
-             ) -> Iterator[dict]:
-    """``fn`` over ``jobs``, each result yielded in order as soon as it is there (a study writes
-    a load's files then: a later job's failure keeps them): as Ray tasks (``ray``: an address,
-    see ``drl_ac.evaluation.sweep._ray_connect``; a connection made here is closed at the
-    end), else in a pool of ``workers`` spawned processes (fresh interpreters), else (one
-    worker or one job) in this process."""
-    if ray is not None:
-        from drl_ac.evaluation.sweep import RAY_HINT, _ray_connect
-        try:
-            import ray as ray_module
-        except ImportError:
-            raise RuntimeError(RAY_HINT) from None
-        connected = _ray_connect(ray_module, ray)
-        try:
-            remote = ray_module.remote(num_cpus=1)(fn)
-            for ref in [remote.remote(j) for j in jobs]:
-                yield ray_module.get(ref)
-        finally:
-            if connected:
-                ray_module.shutdown()
-    elif workers <= 1 or len(jobs) <= 1:
-        yield from map(fn, jobs)
-    else:
-        with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn")) as pool:
-            yield from pool.map(fn, jobs)
-
-
 def run_study(config: StudyConfig, progress: Say = lambda s: None) -> dict[str, Any]:
     """Run ``config`` (the module's steps, one job per load) and write its files, a load's as
     soon as it is done, holding the folder's lock (``FolderLock``: a second study into it is
@@ -693,4 +664,4 @@ def _tag(job: dict) -> str:
 
 
 __all__ = ["CALIBRATION", "StudyConfig", "at_load", "build_parser", "choose", "field_docs",
-           "main", "reference_rate", "run_jobs", "run_study", "study_load"]
+           "main", "reference_rate", "run_study", "study_load"]

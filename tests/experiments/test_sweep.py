@@ -3,7 +3,6 @@
 import json
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -92,76 +91,6 @@ def test_trial_in_this_process_matches_and_keeps_thread_count(tmp_path):
     finally:
         torch.set_num_threads(threads)
     assert repr(here) == repr(run_trials([trial], workers=2))
-
-
-class FakeRay(types.ModuleType):
-    """Stands in for ray: records init/shutdown and runs tasks inline."""
-
-    def __init__(self, initialized: bool):
-        super().__init__("ray")
-        self.initialized, self.calls = initialized, []
-
-    def is_initialized(self):
-        return self.initialized
-
-    def init(self, **kwargs):
-        self.calls.append(("init", kwargs))
-        self.initialized = True
-
-    def shutdown(self):
-        self.calls.append(("shutdown", {}))
-        self.initialized = False
-
-    def remote(self, fn):
-        task = types.SimpleNamespace(remote=lambda t: fn(t))
-        return types.SimpleNamespace(options=lambda **kw: task)
-
-    def get(self, refs):
-        return list(refs)
-
-
-@pytest.mark.parametrize(("initialized", "address", "expected"), [
-    (True, None, []),
-    (True, "ray://head:10001", []),
-    (False, None, [("init", {"address": "local", "include_dashboard": False, "log_to_driver": False}),
-                   ("shutdown", {})]),
-    (False, "auto", [("init", {"address": "auto"}), ("shutdown", {})]),
-    (False, "ray://head:10001", [("init", {"address": "ray://head:10001"}), ("shutdown", {})]),
-])
-def test_ray_connection_is_reused_or_opened_and_closed(monkeypatch, initialized, address, expected):
-    import drl_ac.evaluation.sweep as sweep
-    fake = FakeRay(initialized)
-    monkeypatch.setitem(sys.modules, "ray", fake)
-    monkeypatch.setattr(sweep, "run_trial", lambda t: {**t, "done": True})
-    assert run_trials([{"lam": 1.0}, {"lam": 2.0}], use_ray=True, ray_address=address) == [
-        {"lam": 1.0, "done": True}, {"lam": 2.0, "done": True}]
-    assert fake.calls == expected
-
-
-def test_ray_cluster_not_found_gives_a_fix(monkeypatch):
-    fake = FakeRay(False)
-
-    def refuse(**kwargs):
-        raise ConnectionError("Could not find any running Ray instance.")
-
-    fake.init = refuse
-    monkeypatch.setitem(sys.modules, "ray", fake)
-    with pytest.raises(RuntimeError, match=r"no Ray cluster at 'auto'.*Fix: start one \(ray start --head\)"):
-        run_trials([{"lam": 1.0}], use_ray=True, ray_address="auto")
-
-
-def test_ray_missing_gives_install_hint(monkeypatch):
-    import builtins
-    real_import = builtins.__import__
-
-    def no_ray(name, *args, **kwargs):
-        if name == "ray":
-            raise ImportError("no ray")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_ray)
-    with pytest.raises(RuntimeError, match=r"pip install -e \".\[distributed\]\""):
-        run_trials([{}], use_ray=True)
 
 
 def test_reproduce_script_writes_plots_and_summary(tmp_path):

@@ -148,7 +148,7 @@ def test_a_cells_rule_chains_tuned_in_two_processes_give_the_rules_of_one():
                            "fractional guard channel"]
     background = study.BackgroundRules(spec, 3, "smoke")
     there = background.result()
-    assert len(background.processes) == 2
+    assert len(background.workers) == 2
     assert list(there.tuned) == list(tuned) and list(there.rows) == list(tuned)
     for name, r in tuned.items():
         assert there.tuned[name].rule.describe() == r.rule.describe()

@@ -1,0 +1,134 @@
+"""Work in other processes (drl_ac/parallel.py): ``run_jobs`` gives the same results in order
+inline, in spawned processes and on Ray (a stand-in Ray records how it was connected; the real
+one is checked by tests/experiments/test_sweep.py), and a ``Worker`` streams results back, says
+when its process died without one, and stops when cancelled."""
+
+import os
+import sys
+import time
+import types
+
+import pytest
+
+from drl_ac.parallel import Worker, run_jobs
+
+
+def square(job: dict) -> dict:
+    return {**job, "square": job["x"] ** 2, "pid": os.getpid()}
+
+
+def count_to(send, n: int) -> None:
+    for i in range(n):
+        send(i)
+
+
+def crash() -> None:
+    os._exit(3)
+
+
+def sleep_long() -> None:
+    time.sleep(60)
+
+
+def test_run_jobs_gives_the_same_results_in_order_inline_and_in_processes():
+    jobs = [{"x": x} for x in (3, 1, 2)]
+    inline = list(run_jobs(square, jobs, workers=1))
+    pooled = list(run_jobs(square, jobs, workers=2))
+    assert [r["square"] for r in inline] == [r["square"] for r in pooled] == [9, 1, 4]
+    assert {r["pid"] for r in inline} == {os.getpid()} and os.getpid() not in {r["pid"] for r in pooled}
+
+
+def test_a_worker_streams_its_results_and_reports_a_death_without_one():
+    w = Worker(count_to, 3, stream=True)
+    assert [w.recv() for _ in range(3)] == [0, 1, 2]
+    with pytest.raises(EOFError):
+        w.recv()  # it ended: nothing more will come
+    w.cancel()
+    one = Worker(square, {"x": 4})
+    assert one.recv()["square"] == 16
+    one.cancel()
+    dead = Worker(crash)
+    with pytest.raises(EOFError):
+        dead.recv()
+    dead.process.join(10)  # its pipe closes as it exits; the exit code is there once it is reaped
+    assert dead.ready() and dead.process.exitcode == 3
+    dead.cancel()
+
+
+def test_a_cancelled_worker_stops_at_once():
+    w = Worker(sleep_long)
+    assert not w.ready()
+    t0 = time.perf_counter()
+    w.cancel()
+    assert time.perf_counter() - t0 < 5 and not w.process.is_alive()
+
+
+class FakeRay(types.ModuleType):
+    """Stands in for ray: records init/shutdown and runs tasks inline."""
+
+    def __init__(self, initialized: bool):
+        super().__init__("ray")
+        self.initialized, self.calls = initialized, []
+
+    def is_initialized(self):
+        return self.initialized
+
+    def init(self, **kwargs):
+        self.calls.append(("init", kwargs))
+        self.initialized = True
+
+    def shutdown(self):
+        self.calls.append(("shutdown", {}))
+        self.initialized = False
+
+    def remote(self, fn):
+        def options(**kw):
+            self.calls.append(("options", kw))
+            return types.SimpleNamespace(remote=lambda t: fn(t))
+        return types.SimpleNamespace(options=options)
+
+    def get(self, ref):
+        return ref  # a task ran inline: its reference is its result
+
+
+@pytest.mark.parametrize(("initialized", "address", "expected"), [
+    (True, "local", []),
+    (True, "ray://head:10001", []),
+    (False, "local", [("init", {"address": "local", "include_dashboard": False, "log_to_driver": False}),
+                      ("shutdown", {})]),
+    (False, "auto", [("init", {"address": "auto"}), ("shutdown", {})]),
+    (False, "ray://head:10001", [("init", {"address": "ray://head:10001"}), ("shutdown", {})]),
+])
+def test_ray_connection_is_reused_or_opened_and_closed(monkeypatch, initialized, address, expected):
+    fake = FakeRay(initialized)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    got = list(run_jobs(square, [{"x": 1, "cpus": 2}, {"x": 2, "cpus": 1}], ray=address, cpus=lambda j: j["cpus"]))
+    assert [r["square"] for r in got] == [1, 4]
+    assert [c for c in fake.calls if c[0] == "options"] == [("options", {"num_cpus": 2}), ("options", {"num_cpus": 1})]
+    assert [c for c in fake.calls if c[0] != "options"] == expected
+
+
+def test_ray_cluster_not_found_gives_a_fix(monkeypatch):
+    fake = FakeRay(False)
+
+    def refuse(**kwargs):
+        raise ConnectionError("Could not find any running Ray instance.")
+
+    fake.init = refuse
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    with pytest.raises(RuntimeError, match=r"no Ray cluster at 'auto'.*Fix: start one \(ray start --head\)"):
+        list(run_jobs(square, [{"x": 1}], ray="auto"))
+
+
+def test_ray_missing_gives_install_hint(monkeypatch):
+    import builtins
+    real_import = builtins.__import__
+
+    def no_ray(name, *args, **kwargs):
+        if name == "ray":
+            raise ImportError("no ray")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    with pytest.raises(RuntimeError, match=r"pip install -e \".\[distributed\]\""):
+        list(run_jobs(square, [{"x": 1}], ray="local"))
