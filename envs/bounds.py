@@ -23,7 +23,7 @@ def observation_high(spec: NetworkSpec, encoding: ObservationEncoding, max_jobs:
     onehot = [np.ones(K)] if K > 1 else []
     phase = [np.full(2, 2.0)] if encoding.period else []
     if encoding.cell_bands >= 0:
-        cell = spec.cell
+        cell = spec.block
         table = cell.demand_table()
         ues = (cell.prbs // table.min(1)).astype(np.float64)  # each UE holds at least its type's least demand
         demand = float(table[table < NEVER].max())  # the arriving UE's demand, at a CQI in its range

@@ -10,7 +10,7 @@ input transform needs), so a controller can anticipate the busy hours. Two pools
 (docs/systems/pools.md): jobs waiting per pool, busy servers per pool, then the arriving job's type
 information one-hot (``info_width`` = types + 1: the type or signal, last = nothing known).
 
-A cell (``spec.cell``) is observed as: UEs per type, PRBs in use, the arriving UE's type
+A cell (``spec.block``, its ``CellSpec``) is observed as: UEs per type, PRBs in use, the arriving UE's type
 (one-hot, with several types), its PRB demand, the phase of the period (with a profile)
 and, when the cell block lists ``cqi_bands``, UEs per (type, CQI band).
 """
@@ -157,8 +157,8 @@ class ObservationEncoding:
         """Per-feature normaliser for the Q-network: a station's servers for its counts, 1 else
         (a cell: the most UEs of a type it can hold for UE counts, its PRBs for PRBs)."""
         if self.cell_bands >= 0:
-            C = spec.cell.prbs
-            most = (C // spec.cell.demand_table().min(1)).astype(np.float32)
+            C = spec.block.prbs
+            most = (C // spec.block.demand_table().min(1)).astype(np.float32)
             parts = [most, np.array([C], np.float32)]
             if self.num_classes > 1:
                 parts.append(np.ones(self.num_classes, np.float32))

@@ -28,14 +28,11 @@ from envs.errors import (
     did_you_mean,
     is_list,
 )
-from envs.systems import SYSTEMS, system_class, system_of
+from envs.systems import BLOCKS, SYSTEMS, system_class, system_of
 from envs.systems.base import ACCEPT, REJECT
 
 if TYPE_CHECKING:
     from envs.systems.base import System
-    from envs.systems.cell.spec import CellSpec
-    from envs.systems.pools.system import Pools
-    from envs.systems.redundancy.system import Redundancy
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 DELAY_MEASURES = ("sojourn", "paper")
@@ -43,7 +40,7 @@ OBJECTIVES = ("admission", "response_time", "deadline")
 EXIT = "exit"
 RESERVED_NAMES = (EXIT, REJECT, ACCEPT)  # the routing sink and the controller's own actions
 TOP_KEYS = ("name", "arrival", "classes", "stations", "entry", "routing", "d_ub", "eps", "lam", "delay",
-            "actions", "objective", "redundancy", "pools", "cell", "training")
+            "actions", "objective", "training")  # and the block keys of the systems (envs.systems.BLOCKS)
 TRAINING_KEYS = ("steps", "num_envs", "updates_per_step", "targets", "rollout_horizon", "rollout_every",
                  "rollout_start")  # train.py defaults a scenario may set (TrainConfig fields)
 TRAINING_TARGETS = ("td", "rollout")  # training.targets: how the learner's targets are made
@@ -92,8 +89,8 @@ class NetworkSpec:
     ``classes`` (optional) replace ``arrival`` by one arrival process per job class.
 
     Which system the spec describes is ``system`` (``envs.systems``): a network, or the
-    system of its block (``redundancy``, ``pools``, ``cell``: the block's parsed form; the
-    stations, routing and actions are what it expands into).
+    system whose YAML key is ``system_block`` (``redundancy``, ``pools``, ``cell``, ...), its
+    parsed form in ``block``; the stations, routing and actions are what it expands into.
     """
 
     name: str
@@ -108,9 +105,8 @@ class NetworkSpec:
     actions: tuple[str, ...] = (REJECT, ACCEPT)
     objective: str = "admission"
     classes: tuple[JobClass, ...] = ()
-    redundancy: Redundancy | None = None  # redundancy-d (envs.systems.redundancy): N servers, d copies per job
-    pools: Pools | None = None  # two server pools (envs.systems.pools)
-    cell: CellSpec | None = None  # a 5G cell (envs.systems.cell.spec): one station of kind cell, a job class per UE type
+    system_block: str | None = None  # the YAML key of the system's block (None: a network, the top-level keys)
+    block: Any = None  # that block's parsed form, owned by its system's plugin (e.g. envs.systems.cell.spec.CellSpec)
     training: tuple[tuple[str, int | str], ...] = ()  # train.py's defaults for this scenario (TRAINING_KEYS), tuned once
 
     def __post_init__(self) -> None:
@@ -265,7 +261,7 @@ class NetworkSpec:
         if not isinstance(cfg, Mapping):
             raise SpecError("<spec>", f"expected a mapping, got {type(cfg).__name__}",
                             "write the network as a YAML mapping with 'stations', 'arrival', 'd_ub', 'eps'")
-        check_keys(cfg, TOP_KEYS, "", what="a network description", aliases=_TOP_ALIASES)
+        check_keys(cfg, (*TOP_KEYS, *BLOCKS), "", what="a network description", aliases=_TOP_ALIASES)
         system = system_class(cfg)
         cfg = system.expand(cfg, base_dir)
         for key in ("stations", "d_ub", "eps"):
@@ -362,9 +358,8 @@ class NetworkSpec:
                      else _actions(cfg.get("actions", [REJECT, ACCEPT]))),
             objective=_text(cfg.get("objective", "admission"), "objective"),
             classes=_classes(cfg["classes"], base_dir) if "classes" in cfg else (),
-            redundancy=cfg.get("redundancy"),
-            pools=cfg.get("pools"),
-            cell=cfg.get("cell"),
+            system_block=system.block,
+            block=None if system.block is None else cfg[system.block],
             training=_training(cfg.get("training", {})),
         )
 

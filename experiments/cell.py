@@ -102,7 +102,7 @@ def tune_guards(scenario: str, eps: float | None, arrivals: int, num_envs: int, 
                "deadline": deadline}
     guard = cb.tune_guard(spec, **options)
     t1 = time.time()
-    fractional = cb.tune_fractional_guard(spec, free=spec.cell.prbs - guard.rule.g, **options)
+    fractional = cb.tune_fractional_guard(spec, free=spec.block.prbs - guard.rule.g, **options)
     return {"guard channel": tuned(guard, t1 - t0), "fractional guard channel": tuned(fractional, time.time() - t1)}
 
 
@@ -284,9 +284,9 @@ def _ci(row: dict, key: str, digits: int = 4) -> str:
 
 
 def tables(rows: dict[str, dict], spec: NetworkSpec, described: dict[str, str]) -> str:
-    names = [t.name for t in spec.cell.types]
+    names = [t.name for t in spec.block.types]
     first = next(iter(rows.values()))
-    lines = [f"{spec.name}: {spec.cell.prbs} PRBs, eps {spec.eps} on P(dropped | admitted); {first['new_ues']} new "
+    lines = [f"{spec.name}: {spec.block.prbs} PRBs, eps {spec.eps} on P(dropped | admitted); {first['new_ues']} new "
              f"UEs on {first['instances']} instances (evaluation seed {EVALUATION_SEED}); 95% intervals", "",
              "| policy | rule | blocking | dropping | dropping 95% bound | handover dropping | carried PRBs |",
              "|---|---|---|---|---|---|---|"]
@@ -447,8 +447,8 @@ def main(argv: list[str] | None = None) -> dict:
     if learned_path is not None:
         described[LEARNED] = f"Q-network ({Path(learned_path).name})"
 
-    result = {"scenario": spec.name, "eps": spec.eps, "prbs": spec.cell.prbs,
-              "types": [t.name for t in spec.cell.types],
+    result = {"scenario": spec.name, "eps": spec.eps, "prbs": spec.block.prbs,
+              "types": [t.name for t in spec.block.types],
               "seeds": {"tuning": TUNING_SEED, "validation": VALIDATION_SEED, "evaluation": EVALUATION_SEED},
               "rules": {n: {k: v for k, v in r.items() if k != "rule"} for n, r in rules.items()},
               "learners": trained, "chosen": chosen and {k: chosen[k] for k in ("seed", "path", "validation")},

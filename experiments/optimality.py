@@ -134,7 +134,7 @@ def compare_cell(scenario: str, steps: int, num_envs: int, updates_per_step: int
                  deadline: float | None = None) -> dict:
     """The learned controller of a small cell against the LP optimum of its CTMC."""
     spec = load_spec(scenario)
-    chain = cell_chain(spec.cell)
+    chain = cell_chain(spec.block)
     model = (chain.request_rates, chain.admit_to, chain.transitions)
     opt = admission_lp(*model, spec.eps)
     trainer = trained(TrainConfig(scenario=scenario, lam="auto", steps=steps, num_envs=num_envs, seed=seed,
@@ -143,7 +143,7 @@ def compare_cell(scenario: str, steps: int, num_envs: int, updates_per_step: int
     section = Run(spec, seed).calibrate(trainer.policy_section(), arrivals, target=target)
     cal = section["calibration"]
     policy = LoadedPolicy(section)
-    obs = chain_observations(chain, spec.cell, policy.encoding.cell_layout())
+    obs = chain_observations(chain, spec.block, policy.encoding.cell_layout())
     admit = policy.admit_probability(obs.reshape(-1, obs.shape[-1])).reshape(obs.shape[:2])
     learned = evaluate_admission_policy(*model, admit)
     sim = Run(spec, seed).evaluate(policy, arrivals)

@@ -291,5 +291,5 @@ class ControlSystem(System):
         stations, routing and actions it expands into."""
         for key in ("stations", "entry", "routing", "actions"):
             del out[key]
-        out[self.name] = getattr(self.spec, self.name).to_dict(dist)
+        out[self.block] = self.spec.block.to_dict(dist)
         return super().write(out, dist, process)

@@ -27,8 +27,8 @@ def test_the_bounds_are_the_known_quantities():
     cell = envs.make_vector("cell_small", 64, seed=1, lam=5.0)
     spec, enc = cell.spec, cell.driver.encoding
     high, used = observation_high(spec, enc, 1 << 16), enc.cell_layout().used
-    assert high[used] == spec.cell.prbs
+    assert high[used] == spec.block.prbs
     seen = np.zeros_like(high)
     for _ in range(300):
         seen = np.maximum(seen, cell.step(np.ones(64, int))[0].max(0))
-    assert seen[used] == spec.cell.prbs  # accept-all fills the cell: the bound is reached
+    assert seen[used] == spec.block.prbs  # accept-all fills the cell: the bound is reached

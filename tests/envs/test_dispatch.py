@@ -260,7 +260,7 @@ def test_a_rescue_preempts_the_other_pools_own_job_which_resumes_with_its_work_l
     # left and leaves at 9.5, its whole 6 counted on pool 2 and its wait there 2.5.
     spec = pools_spec(policy="replicate", tau=0.0, queue="front", preempt=1.5,
                       actions=[{"pool": 2, "policy": "none"}, {"pool": 1}], **ONE_TYPE)
-    assert [a.name for a in spec.pools.actions] == ["pool2", "pool1-replicate@0-front-preempt@1.5"]
+    assert [a.name for a in spec.block.actions] == ["pool2", "pool1-replicate@0-front-preempt@1.5"]
     rows, seen, sim = trace(spec, [(3.0, 0), (4.0, 1)])
     assert seen[1] == ([0, 1], [1, 1])  # at t = 3: A in service on pool 1, its copy queued on pool 2
     assert rows[1][:4] == (6.0, 6.5, 2, (4.0, 2.5))

@@ -54,7 +54,7 @@ class CellDispatch:
     reports = True
 
     def __init__(self, spec: NetworkSpec):
-        self.cell = spec.cell
+        self.cell = spec.block
         self.N = spec.num_stations
         self.draws = UEDraws(self.cell)
         self.columns = (Column("cqi0", (), np.int64), Column("cqi_key", (), np.uint64),

@@ -97,13 +97,13 @@ def summary(done: Outcomes, num_envs: int, spec: NetworkSpec, period: float | No
 def table(rows: list[dict], spec: NetworkSpec) -> str:
     """Blocking, dropping [95% CI], handover dropping and carried PRBs per policy, then blocking
     and dropping per UE type."""
-    names = [t.name for t in spec.cell.types]
+    names = [t.name for t in spec.block.types]
 
     def ci(r, key):
         lo, hi = r[f"{key}_ci"]
         return f"{r[key]:.4f} [{lo:.4f}, {hi:.4f}]"
 
-    head = (f"{spec.name}: {spec.cell.prbs} PRBs, eps {spec.eps} on P(dropped | admitted), {rows[0]['arrivals']} "
+    head = (f"{spec.name}: {spec.block.prbs} PRBs, eps {spec.eps} on P(dropped | admitted), {rows[0]['arrivals']} "
             "new UEs\n| policy | rule | blocking [95% CI] | dropping [95% CI] | handover dropping | carried PRBs |\n"
             "|---|---|---|---|---|---|")
     lines = [f"| {r['policy']} | {r['rule']} | {ci(r, 'blocking')} | {ci(r, 'dropping')} | "

@@ -162,7 +162,7 @@ def _largest(feasible: Callable[[int], bool], lo: int, hi: int, expired: Callabl
 def tune_prb_threshold(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_envs: int = 400,
                        measure: str = "dropping", **options) -> TuningResult:
     """Largest T in 0..C (dropping grows, blocking falls with T) feasible with its margin."""
-    tuner, lay, C = _tuner(spec, arrivals, seed, num_envs, measure, **options), cell_layout(spec), spec.cell.prbs
+    tuner, lay, C = _tuner(spec, arrivals, seed, num_envs, measure, **options), cell_layout(spec), spec.block.prbs
     T = _largest(lambda t: tuner.feasible(PRBThreshold(lay, t)), 0, C, tuner.expired)
     return tuner.result(PRBThreshold(lay, T))
 
@@ -170,7 +170,7 @@ def tune_prb_threshold(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 7
 def tune_guard(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_envs: int = 400,
                measure: str = "dropping", **options) -> TuningResult:
     """Fewest guard PRBs g in 0..C feasible with its margin."""
-    tuner, lay, C = _tuner(spec, arrivals, seed, num_envs, measure, **options), cell_layout(spec), spec.cell.prbs
+    tuner, lay, C = _tuner(spec, arrivals, seed, num_envs, measure, **options), cell_layout(spec), spec.block.prbs
     free = _largest(lambda f: tuner.feasible(GuardChannel(lay, C, C - f)), 0, C, tuner.expired)  # f = C - g usable
     return tuner.result(GuardChannel(lay, C, C - free))
 
@@ -181,7 +181,7 @@ def tune_fractional_guard(spec: NetworkSpec, arrivals: int = 100_000, seed: int 
     """The integer guard first (``tune_guard``'s search; ``free``: its C - g, already known),
     then bisection on the fraction of the next PRB: the largest level in [C - g, C - g + 1)
     feasible with its margin."""
-    tuner, lay, C = _tuner(spec, arrivals, seed, num_envs, measure, **options), cell_layout(spec), spec.cell.prbs
+    tuner, lay, C = _tuner(spec, arrivals, seed, num_envs, measure, **options), cell_layout(spec), spec.block.prbs
     if free is None:
         free = _largest(lambda f: tuner.feasible(FractionalGuardChannel(lay, float(f), seed)), 0, C, tuner.expired)
     lo, hi = float(free), float(free + 1)
@@ -201,7 +201,7 @@ def tune_type_thresholds(spec: NetworkSpec, start: int | None = None, arrivals: 
     is feasible): with a step of C / 8 PRBs halved down to 1, raise the T_k whose raise stays
     feasible with the lowest blocking, or lower one and raise another (a trade) when that
     blocks less; halve the step when no move helps."""
-    tuner, lay, C = _tuner(spec, arrivals, seed, num_envs, measure, **options), cell_layout(spec), spec.cell.prbs
+    tuner, lay, C = _tuner(spec, arrivals, seed, num_envs, measure, **options), cell_layout(spec), spec.block.prbs
     K = spec.num_classes
     if start is None:
         start = _largest(lambda t: tuner.feasible(PRBThreshold(lay, t)), 0, C, tuner.expired)
@@ -260,7 +260,7 @@ def tune_phase_thresholds(spec: NetworkSpec, base: tuple[int, ...], bins: int = 
                          "Fix: use tune_type_thresholds.")
     tuner = _tuner(spec, arrivals, seed, num_envs, measure, progress=progress, deadline=deadline,
                    max_arrivals=2 * arrivals, bins=bins)
-    lay, C = cell_layout(spec), spec.cell.prbs
+    lay, C = cell_layout(spec), spec.block.prbs
     base_ = np.asarray(base)
 
     def table(shift: np.ndarray) -> PhaseTypeThresholds:
@@ -358,5 +358,5 @@ def tuned_rules(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num
                 spec, types.rule.Ts, bins, 4 * arrivals, seed, num_envs, measure, progress)
     if chain in (None, 1):
         out["guard channel"] = guard = tune_guard(spec, **run)
-        out["fractional guard channel"] = tune_fractional_guard(spec, free=spec.cell.prbs - guard.rule.g, **run)
+        out["fractional guard channel"] = tune_fractional_guard(spec, free=spec.block.prbs - guard.rule.g, **run)
     return out

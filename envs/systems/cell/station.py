@@ -156,7 +156,7 @@ class CellKind(StationGroup):
 
     @classmethod
     def build(cls, spec: NetworkSpec, stations, servers, offset: int, num_stations: int) -> CellKind:
-        return cls(stations, servers, offset, num_stations, spec.cell)
+        return cls(stations, servers, offset, num_stations, spec.block)
 
     def __init__(self, stations: Sequence[int], servers: Sequence[int], offset: int, num_stations: int,
                  cell: CellSpec | None = None):

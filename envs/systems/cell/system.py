@@ -35,7 +35,7 @@ class CellSystem(System):
 
     def holding_time(self) -> float:
         """The longest mean session of any UE type."""
-        return max(t.session.mean for t in self.spec.cell.types)
+        return max(t.session.mean for t in self.spec.block.types)
 
     def own_measures(self) -> ModuleType:
         return self.part("measures")
@@ -66,7 +66,7 @@ class CellSystem(System):
         spec = self.spec
         for key in ("stations", "entry", "routing", "actions", "delay") + (() if math.isfinite(spec.d_ub) else ("d_ub",)):
             del out[key]
-        out["cell"] = spec.cell.to_dict(dist, process)
+        out["cell"] = spec.block.to_dict(dist, process)
         return out  # the arrivals are the UE types'
 
     # ------------------------------------------------------------------ the goal
@@ -85,7 +85,7 @@ class CellSystem(System):
                 "handover_dropping": "P(a handover cannot be carried)", "carried_load": "mean PRBs in use"}
 
     def describe(self) -> str:
-        spec, cell = self.spec, self.spec.cell
+        spec, cell = self.spec, self.spec.block
         types = ", ".join(t.name for t in cell.types)
         return (f"{spec.name}: admission control of a cell of {cell.prbs} PRBs, {len(cell.types)} UE "
                 f"type{'s' if len(cell.types) > 1 else ''} ({types}), {spec.arrival_rate:.4g} new UEs per unit time: "
@@ -99,15 +99,13 @@ class CellSystem(System):
 
     # ------------------------------------------------------------------ simulation
     def routing(self):
-
         return CellDispatch(self.spec)
 
     def encoding(self, include_in_service: bool = False):
         """UEs per type, PRBs in use, the arriving UE's type and demand, the phase, UEs per
         (type, CQI band) (``envs.observation``); ``include_in_service`` does not apply."""
-
         spec = self.spec
-        bands = len(spec.cell.cqi_bands) + 1 if spec.cell.cqi_bands else 0
+        bands = len(spec.block.cqi_bands) + 1 if spec.block.cqi_bands else 0
         return ObservationEncoding(spec.num_stations, False, spec.num_classes, spec.period, False, 0, bands)
 
     def reward_rule(self) -> str:

@@ -143,10 +143,8 @@ class NetworkSystem(System):
 
     # ------------------------------------------------------------------ simulation
     def routing(self):
-
         return ProbabilisticRouting(self.spec)
 
     def encoding(self, include_in_service: bool = False):
-
         spec = self.spec
         return ObservationEncoding(spec.num_stations, include_in_service, spec.num_classes, spec.period, False)

@@ -63,7 +63,7 @@ class PoolsDispatch:
     reports = False
 
     def __init__(self, spec: NetworkSpec):
-        self.pools = pools = spec.pools
+        self.pools = pools = spec.block
         self.N = spec.num_stations  # 2
         self.J = pools.num_types
         self.p_cum = np.cumsum(pools.p)

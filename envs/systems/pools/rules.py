@@ -55,7 +55,7 @@ class SignalledPool:
 
 def signalled_rules(spec: NetworkSpec) -> list[SignalledPool]:
     """One rule per (policy, tau, queue, preempt) the scenario's actions offer on both pools."""
-    pools = spec.pools
+    pools = spec.block
     index = {(a.pool, a.policy, a.tau[a.pool] if a.pool >= 0 else a.tau[0], a.queue, a.preempt): i
              for i, a in enumerate(pools.actions)}
     faster = [int(np.argmax([pools.speeds[0][j], pools.speeds[1][j]])) for j in range(pools.num_types)] + [0]
@@ -79,7 +79,7 @@ def tuned_rules(spec: NetworkSpec, seed: int = 777, num_envs: int = 64, max_step
     queue; the row keeps its name, "tuned policy and tau", which studies' files record)."""
     tuner = ControlTuner(spec, seed, num_envs, max_steps, progress=progress)
     out: dict[str, TuningResult] = {}
-    for a, action in enumerate(spec.pools.actions):
+    for a, action in enumerate(spec.block.actions):
         rule = ConstantAction(a, f"always {action.name}")
         out[rule.describe()] = TuningResult(rule, tuner(rule), list(tuner.trace))
     signalled = signalled_rules(spec)

@@ -313,7 +313,7 @@ class PoolsSystem(ControlSystem):
         pool, tau at its best, is stable: the exact formula of ``theory`` (not ``capacity``,
         whose bound for replication assumes copies start at once, false with one server per
         pool)."""
-        p = self.spec.pools
+        p = self.spec.block
         policy = PoolsPolicy(knowledge=p.knowledge, q=p.q, f=p.f, assignment=p.assign, p_split=p.p_split,
                              action="reroute", restart=p.restart)
         return float(best_tau(PoolsModel(p.p, p.speeds, p.servers), policy, p.size, same_tau=True).bound)
@@ -435,7 +435,7 @@ class PoolsSystem(ControlSystem):
 
     # ------------------------------------------------------------------ the goal
     def describe(self) -> str:
-        spec, pools = self.spec, self.spec.pools
+        spec, pools = self.spec, self.spec.block
         n1, n2 = pools.servers
         know = {"full": "type known", "none": "type unknown"}.get(pools.knowledge) or (
             f"a signal right w.p. {pools.q:g}" if pools.knowledge == "signal" else
@@ -451,7 +451,7 @@ class PoolsSystem(ControlSystem):
     # ------------------------------------------------------------------ stability
     def capacity(self) -> float:
         """The largest arrival rate the pools can serve with the spec's choices (``capacity``)."""
-        return capacity(self.spec.pools)
+        return capacity(self.spec.block)
 
     def stability_error(self) -> SpecError | None:
         rate, cap = self.spec.arrival_rate, self.capacity()
@@ -464,13 +464,11 @@ class PoolsSystem(ControlSystem):
 
     # ------------------------------------------------------------------ simulation
     def routing(self):
-
         return PoolsDispatch(self.spec)
 
     def encoding(self, include_in_service: bool = False):
         """Jobs waiting and busy servers per pool (always: they show what a timer may free),
         then the arriving job's type information one-hot (types + 1)."""
-
         spec = self.spec
         return ObservationEncoding(spec.num_stations, True, spec.num_classes, spec.period, False,
-                                   spec.pools.num_types + 1, -1)
+                                   spec.block.num_types + 1, -1)

@@ -29,7 +29,7 @@ class CopyToD:
     reports = False
 
     def __init__(self, spec: NetworkSpec):
-        self.red = spec.redundancy
+        self.red = spec.block
         self.N = spec.num_stations
         self.choices = np.asarray(self.red.choices, np.int64)  # d of each action
         self.columns = (Column("order", (self.N,), np.int64),)

@@ -87,7 +87,7 @@ def own_server_rules(spec: NetworkSpec, m_grid: tuple[int, ...] = M_GRID) -> lis
     """One ``OwnServers`` rule per d_max > 1 of the scenario's choices and m of ``m_grid``; none
     when the observation does not count the jobs at the job's own servers."""
     enc = ObservationEncoding.for_spec(spec)
-    choices = spec.redundancy.choices
+    choices = spec.block.choices
     if not enc.candidates:
         return []
     column = enc.width - enc.candidates
@@ -107,7 +107,7 @@ def choice_for(choices: tuple[int, ...], d: int) -> int:
 
 def limits(spec: NetworkSpec) -> dict[int, float]:
     """lambda*(d) of each choice d of the scenario (exact, fluid)."""
-    red = spec.redundancy
+    red = spec.block
     return {d: stability_threshold(red.servers, d, red.copies, size=red.size, scale=red.scale, factor=red.factor)
             for d in red.choices}
 
@@ -125,7 +125,7 @@ def tuned_rules(spec: NetworkSpec, seed: int = 777, num_envs: int = 64, max_step
     ``k_grid`` and every ``high`` above the best fixed d (while the best k is the largest
     tried, k doubles up to ``K_MAX``: a careful engineer's grid covers the loads it meets),
     and the own-server threshold, tuned over its d_max and ``m_grid`` (``own_server_rules``)."""
-    red, rate = spec.redundancy, spec.arrival_rate
+    red, rate = spec.block, spec.arrival_rate
     lam_star = limits(spec)
     tuner = ControlTuner(spec, seed, num_envs, max_steps, progress=progress)
     out: dict[str, TuningResult] = {}

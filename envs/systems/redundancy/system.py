@@ -186,7 +186,7 @@ class RedundancySystem(ControlSystem):
     def reference_rate(self) -> float:
         """lambda*(d) of the first choice of d: the exact stability limit of d = 1 on
         redundancy_ps."""
-        return float(self.capacities()[self.spec.redundancy.choices[0]])
+        return float(self.capacities()[self.spec.block.choices[0]])
 
     @classmethod
     def expand(cls, cfg: Mapping[str, Any], base_dir: Path | None) -> dict[str, Any]:
@@ -245,7 +245,7 @@ class RedundancySystem(ControlSystem):
 
     # ------------------------------------------------------------------ the goal
     def describe(self) -> str:
-        spec, red = self.spec, self.spec.redundancy
+        spec, red = self.spec, self.spec.block
         degrees = ", ".join(map(str, red.choices))
         load = spec.arrival_rate * red.expected_min(1) / red.servers
         return (f"{spec.name}: redundancy-d over {red.servers} {red.kind.upper()} servers ({red.copies} copies), "
@@ -260,13 +260,13 @@ class RedundancySystem(ControlSystem):
     def capacities(self) -> dict[int, float]:
         """Per allowed degree d, the largest arrival rate the servers can carry with every job
         copied d times (processor sharing: N / (d E[M_d]); FCFS: the certain bound N / E[M_d])."""
-        red = self.spec.redundancy
+        red = self.spec.block
         share = red.kind == "ps"
         work = {d: (d if share else 1) * red.expected_min(d) for d in red.choices}
         return {d: red.servers / w if w > 0 else math.inf for d, w in work.items()}
 
     def stability_error(self) -> SpecError | None:
-        spec, red = self.spec, self.spec.redundancy
+        spec, red = self.spec, self.spec.block
         caps = self.capacities()
         best = max(caps, key=caps.get)
         rate = spec.arrival_rate
@@ -281,7 +281,6 @@ class RedundancySystem(ControlSystem):
 
     # ------------------------------------------------------------------ simulation
     def routing(self):
-
         return CopyToD(self.spec)
 
     def encoding(self, include_in_service: bool = False):
@@ -289,7 +288,6 @@ class RedundancySystem(ControlSystem):
         at the arriving job's own servers in its random order, as many as the largest d (its
         d copies join the first d: whether they are idle is what decides a good d); the busy
         servers are in those counts, so ``include_in_service`` does not apply."""
-
         spec = self.spec
         return ObservationEncoding(spec.num_stations, False, spec.num_classes, spec.period, True,
-                                   candidates=max(spec.redundancy.choices))
+                                   candidates=max(spec.block.choices))

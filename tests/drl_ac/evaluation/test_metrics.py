@@ -34,7 +34,7 @@ def test_redundancy_d1_on_ps_servers_is_n_mg1_ps_queues():
     # of size S Y (E[S] = E[Y] = 1, scv 4 and 0.5: far from exponential); an M/G/1-PS
     # queue's mean response is E[X] / (1 - rho) whatever the law (insensitivity): 2
     spec = scenario("redundancy_ps", redundancy__d=[1])
-    red = spec.redundancy
+    red = spec.block
     assert stability_threshold(10, 1, red.copies, size=red.size, scale=red.scale, factor=red.factor) == \
         pytest.approx(10.0)  # lambda*(d = 1) = N / E[X]: rate 5 is load 0.5
     m = evaluate(ConstantAction(0), spec, arrivals=20_000, num_envs=100, warmup=500, seed=1)
@@ -50,7 +50,7 @@ def test_full_replication_on_two_pools_is_one_mm1_queue(rate):
     # signal says; E[T] = 1 / (1 - lam). The formula's bound is then mu = 1.
     spec = scenario("pools", arrival={"dist": "exponential", "rate": rate}, pools__timer="arrival",
                     pools__actions=[{"pool": "auto", "policy": "replicate", "tau": 0.0}])
-    pools = spec.pools
+    pools = spec.block
     policy = PoolsPolicy(knowledge=pools.knowledge, q=pools.q, f=pools.f, assignment=pools.assign,
                          p_split=pools.p_split, action="replicate", tau=0.0, restart=pools.restart)
     model = PoolsModel(pools.p, pools.speeds, pools.servers)

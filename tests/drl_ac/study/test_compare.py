@@ -68,7 +68,7 @@ def test_compare_on_pools_includes_every_constant_action():
     spec = load_spec("pools")
     policy = ConstantAction(2, "always pool1-replicate@0")
     rows, verdict = study.compare(policy, spec, seed=0, budget="smoke")
-    assert {f"always {a.name}" for a in spec.pools.actions} <= set(rows)
+    assert {f"always {a.name}" for a in spec.block.actions} <= set(rows)
     assert all("stability" in m for m in rows.values() if "arrivals" in m)
     # the learned row is the constant action itself: same runs, so no better and no worse
     same = rows["always pool1-replicate@0"]

@@ -35,7 +35,7 @@ def test_at_load_sets_the_rate_the_system_defines():
     red = load_spec("redundancy_ps")  # lambda*(d = 1) = N / (E[S] E[Y]) = 10
     at = run.at_load(red, 0.9)
     assert at.arrival_rate == pytest.approx(9.0, rel=1e-12) and at.name == "redundancy_ps@0.9"
-    assert at.to_dict()["arrival"]["dist"] == "exponential" and at.redundancy == red.redundancy
+    assert at.to_dict()["arrival"]["dist"] == "exponential" and at.block == red.block
     pools = load_spec("pools")  # the best reroute threshold's exact bound, 0.9932 (not capacity(), 1.2026)
     assert run.reference_rate(pools) == pytest.approx(0.99322, abs=1e-5)
     assert run.at_load(pools, 0.5).arrival_rate == pytest.approx(0.5 * run.reference_rate(pools), rel=1e-12)
@@ -53,7 +53,7 @@ def test_full_replication_at_a_load_is_the_mm1_queue_it_is():
     cfg = yaml.safe_load((SCENARIO_DIR / "pools.yaml").read_text())
     cfg["pools"].update(actions=[{"pool": "auto", "policy": "replicate", "tau": 0.0}], timer="arrival")
     spec = run.at_load(NetworkSpec.from_dict(cfg), 0.5)
-    p = spec.pools  # its stability bound: the M/M/1's service rate, 1
+    p = spec.block  # its stability bound: the M/M/1's service rate, 1
     full = PoolsPolicy(knowledge="signal", q=p.q, action="replicate", tau=0.0)
     assert stability_bound(PoolsModel(p.p, p.speeds, p.servers), full, p.size) == pytest.approx(1.0, rel=1e-9)
     m = steady_state(ConstantAction(0), spec, seed=4, num_envs=64, min_steps=3_000, max_steps=3_000)

@@ -112,7 +112,7 @@ def test_prb_threshold_tuned_on_cell_small_respects_eps_with_margin():
     spec = load_spec("cell_small")  # eps 0.05; accept-all drops ~0.097
     tuned = tune_prb_threshold(spec, **SMALL)
     T = tuned.rule.T
-    assert 0 < T < spec.cell.prbs
+    assert 0 < T < spec.block.prbs
     assert tuned.metrics["dropping_upper"] <= spec.eps
     above = [row for row in tuned.trace if row[0] == f"PRBs < {T + 1}"]
     assert above and above[-1][2] > spec.eps - 0.01  # the next threshold was tried and is not within the margin

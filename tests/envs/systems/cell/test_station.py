@@ -128,7 +128,7 @@ def test_cell_spec_round_trip():
     for name in ("cell_erlang", "cell_multirate", "cell_guard"):
         spec = load_spec(name)
         again = NetworkSpec.from_dict(spec.to_dict())
-        assert again.cell == spec.cell and again.classes == spec.classes
+        assert again.block == spec.block and again.classes == spec.classes
 
 
 # ---------------------------------------------------------------------- channel (CQI) and drops
@@ -367,7 +367,7 @@ def test_cell_small_matches_its_ctmc():
     from envs.systems.cell.theory import admission_lp, evaluate_admission_policy
 
     spec = load_spec("cell_small")
-    chain = cell_chain(spec.cell)
+    chain = cell_chain(spec.block)
     assert len(chain.states) == 16 and chain.streams == [(0, 8), (0, 9)]
     exact = evaluate_admission_policy(chain.request_rates, chain.admit_to, chain.transitions,
                                       np.ones_like(chain.request_rates))
@@ -384,7 +384,7 @@ def test_cell_5g_observation():
     from envs.systems.cell.spec import prbs_for_rate
 
     spec = load_spec("cell_5g")
-    assert spec.cell.prbs == 106 and len(spec.cell.types) == 3 and spec.period == 1440 and spec.eps == 0.02
+    assert spec.block.prbs == 106 and len(spec.block.types) == 3 and spec.period == 1440 and spec.eps == 0.02
     driver = Driver(spec, 32, seed=0)
     enc = driver.encoding
     assert enc.width == 19 == enc.scale(spec).size
@@ -398,7 +398,7 @@ def test_cell_5g_observation():
     assert (obs[:, 3] == (st.cell_demand * live).sum(1)).all()
     assert (obs[:, 4:7] == np.eye(3)[eng.arriving]).all()
     every = np.arange(32)
-    gbr = np.array([t.gbr for t in spec.cell.types])[eng.arriving]
+    gbr = np.array([t.gbr for t in spec.block.types])[eng.arriving]
     assert (obs[:, 7] == prbs_for_rate(gbr, eng.jobs.cqi0[every, eng.slot])).all()
     angle = 2 * np.pi * eng.now / 1440
     assert np.allclose(obs[:, 8:10], 1 + np.stack([np.sin(angle), np.cos(angle)], 1), atol=1e-5)

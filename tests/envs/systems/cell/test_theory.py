@@ -248,9 +248,9 @@ def test_chain_observations_are_what_the_controller_sees():
          "gbr": 0.4, "cqi": {"up": 1.0, "down": 1.0, "range": [8, 9], "init": [0] * 7 + [0.5, 0.5] + [0] * 6}},
         {"name": "voice", "arrival": {"dist": "poisson", "rate": 2.0}, "session": {"dist": "exponential", "mean": 1.0},
          "prbs": 1, "cqi": {"init": 9, "range": [9, 9]}}]}})
-    chain = cell_chain(spec.cell)
+    chain = cell_chain(spec.block)
     driver = Driver(spec, 16, seed=1)
-    table = chain_observations(chain, spec.cell, driver.encoding.cell_layout())
+    table = chain_observations(chain, spec.block, driver.encoding.cell_layout())
     index = {s: i for i, s in enumerate(chain.states)}
     eng, obs, rng = driver.engine, driver.observe(), np.random.default_rng(0)
     for _ in range(200):

@@ -18,7 +18,7 @@ def test_signalled_pool_reads_the_type_information():
 def test_signalled_rules_of_the_scenario():
     spec = load_spec("pools")  # type 1 is fast on pool 1, type 2 on pool 2
     rules = {(r.policy, r.tau, r.queue): r.by_type for r in signalled_rules(spec)}
-    names = [a.name for a in spec.pools.actions]
+    names = [a.name for a in spec.block.actions]
     assert rules[("replicate", 0.0, "back")] == (names.index("pool1-replicate@0"), names.index("pool2-replicate@0"),
                                                   names.index("pool1-replicate@0"))
     assert rules[("replicate", 0.0, "front")] == (names.index("pool1-replicate@0-front"),

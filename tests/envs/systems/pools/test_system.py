@@ -27,7 +27,7 @@ def _spec(rate: float = 0.5, **block) -> NetworkSpec:
 
 
 def _theory_bound(spec: NetworkSpec) -> float:
-    p = spec.pools
+    p = spec.block
     (act,) = p.actions
     model = theory.PoolsModel(p.p, p.speeds, p.servers)
     policy = theory.PoolsPolicy(knowledge=p.knowledge, q=p.q, f=p.f, assignment=p.assign, p_split=p.p_split,
@@ -57,8 +57,8 @@ def test_one_choice_gives_the_theory_bound(block, action):
 def test_server_time_by_information_matches_the_theory_per_policy():
     """The signal rule's pool choice per type information, averaged back, is the rule's."""
     spec = _spec(knowledge={"signal": 0.8}, actions=[{"pool": "auto", "policy": "replicate", "tau": 2.0}])
-    pk, T, first = server_times(spec.pools)
-    p = spec.pools
+    pk, T, first = server_times(spec.block)
+    p = spec.block
     model = theory.PoolsModel(p.p, p.speeds, p.servers)
     policy = theory.PoolsPolicy(knowledge="signal", q=0.8, action="replicate", tau=2.0)
     np.testing.assert_allclose(pk @ T[:, 0, :], theory.server_time(model, policy, p.size), rtol=1e-2)
@@ -97,8 +97,8 @@ def test_capacity_reads_only_the_information_that_occurs():
     """Full knowledge never shows "nothing known": that value is left out of the min-max.
     Pool k for type k: E[server time] = 0.5 per pool, so at most 2."""
     spec = _spec(actions=[{"pool": "auto"}], knowledge="full")
-    assert server_times(spec.pools)[0][-1] == 0.0
-    assert math.isfinite(capacity(spec.pools)) and capacity(spec.pools) == pytest.approx(2.0, rel=1e-2)
+    assert server_times(spec.block)[0][-1] == 0.0
+    assert math.isfinite(capacity(spec.block)) and capacity(spec.block) == pytest.approx(2.0, rel=1e-2)
 
 
 def test_pools_refuse_admission_through_the_plugin():
@@ -132,10 +132,10 @@ def test_pools_block_becomes_two_fcfs_stations_and_actions():
     assert spec.station_names == ("pool1", "pool2") and spec.servers.tolist() == [2, 3]
     assert spec.actions == ("pool1-reroute@1,2", "pool2", "auto-replicate@0.5", "pool2-reroute@1,2-front")
     assert not spec.admission and spec.objective == "response_time"
-    pools = spec.pools
+    pools = spec.block
     assert pools.knowledge == "signal" and pools.q == 0.8 and pools.speeds == ((1.0, 0.1), (0.1, 1.0))
     back = NetworkSpec.from_dict(spec.to_dict())
-    assert back.pools == pools and back.actions == spec.actions
+    assert back.block == pools and back.actions == spec.actions
 
 
 def test_a_rescue_is_named_kept_through_to_dict_and_dropped_by_actions_that_make_no_copy():
@@ -145,7 +145,7 @@ def test_a_rescue_is_named_kept_through_to_dict_and_dropped_by_actions_that_make
     spec = NetworkSpec.from_dict({"arrival": {"dist": "exponential", "rate": 0.5}, "pools": cfg})
     assert list(spec.actions) == ["pool1-replicate@0-front-preempt@2", "pool2-replicate@0-front", "pool1"]
     back = NetworkSpec.from_dict(spec.to_dict())
-    assert back.pools == spec.pools and back.actions == spec.actions
+    assert back.block == spec.block and back.actions == spec.actions
 
 
 @pytest.mark.parametrize("block, field, words", [

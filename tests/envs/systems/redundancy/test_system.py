@@ -71,7 +71,7 @@ def test_expected_min_of_other_laws_by_draws(d):
 def test_capacity_of_redundancy_ps_is_lambda_star():
     """docs/systems/redundancy.md / the scenario's comment: lambda*(d) = 10, 8.0, 6.9, 6.2."""
     spec = load_spec("redundancy_ps")
-    red = spec.redundancy
+    red = spec.block
     caps = spec.system.capacities()
     assert caps[1] == 10.0
     for d in (2, 3, 4):
