@@ -11,7 +11,8 @@ import numpy as np
 from envs.jobs import Column, SlotTable
 from envs.outcomes import Outcomes
 from envs.probe import Follow
-from envs.systems.cell.station import BLOCKED, DROPPED, FINISHED, UEDraws
+from envs.systems.cell.channel import UEDraws
+from envs.systems.cell.station import BLOCKED, DROPPED, FINISHED
 
 if TYPE_CHECKING:
     from envs.engine import Engine

@@ -7,33 +7,23 @@ Event columns (``next_event``), in this order:
   its next CQI move. A small cell gives each its own column; a cell run in bulk (below)
   keeps them in ``cell_event`` (R x S) and gives the engine one column, the earliest: the
   engine then looks for a row's next event among a few columns, not among C;
-* one per type with handover arrivals: the next handover (uncontrolled Poisson or renewal
-  arrivals generated here, not decisions; ``exogenous``: a probe or ``drain`` turns them
-  off, they are "further arrivals");
+* one per type with handover arrivals: the next handover (arrivals generated here, not
+  decisions; ``exogenous``: a probe or ``drain`` turns them off);
 * one *refusal* column: an admitted new UE that does not fit leaves at once through it.
 
-Channel randomness without a random stream: every UE draws a 64-bit key at arrival (a job
-column), and its k-th CQI move uses outputs 2k+1 (waiting time) and 2k+2 (direction) of
-SplitMix64 seeded with that key. A UE's channel path is therefore a function of its own
-draws only, whoever simulates it: a probe (a copy of the cell with the blocked UE admitted)
-replays exactly the paths the real cell would have seen, and consumes no random numbers.
-CQI moves are simulated only for types whose demand depends on the CQI.
+A UE's channel path is its own draws' (``envs.systems.cell.channel``), so a probe replays it
+exactly. CQI moves are simulated only for types whose demand depends on the CQI.
 
 Session events in bulk (``CellKind._bulk``): a row takes at once all its sessions' CQI moves
 and ends up to its next other event (after a handover or a refusal, in the same round),
 with the drops of the moves that push the PRBs in use above C, taken in time order with the
 UEs present then (``_overflows``, ``_victims``). The paths are the keys' either way, so the
 process is the same as one event at a time; only the number of passes falls (most of a busy
-cell's events are CQI moves between two arrivals). UEs per (type, CQI band), an
-observation, are counted as channels change (``_recount``).
+cell's events are CQI moves between two arrivals). ``_recount`` keeps UEs per (type, CQI band).
 
 A CQI move that makes the PRBs in use exceed C drops UEs by ``cell.drop``: ``grown``, the
 UE whose demand grew; ``lowest_priority``, UEs of the lowest priority first (among them the
 grown one first, then the latest admitted) until the rest fit.
-
-Fates (per job, ``cell_fate``): 0 finished its session, 1 dropped, 2 blocked (did not fit).
-The dispatch rule of the cell (``CellDispatch``) draws each UE's session, initial CQI and
-key at arrival, and turns departures and probes into outcome rows.
 """
 
 from __future__ import annotations
@@ -44,38 +34,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from envs.kinds.base import State, StationGroup
+from envs.systems.cell.channel import UEDraws, channel_uniform
 from envs.systems.cell.spec import CQI_LEVELS, CellSpec
 
 if TYPE_CHECKING:
     from envs.engine import Engine
     from envs.spec import NetworkSpec
 
-FINISHED, DROPPED, BLOCKED = 0.0, 1.0, 2.0
-_GAMMA = np.uint64(0x9E3779B97F4A7C15)
-_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
-_S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
+FINISHED, DROPPED, BLOCKED = 0.0, 1.0, 2.0  # a job's fate (``cell_fate``); blocked: it did not fit
 _EMPTY = np.empty(0, np.int64)
 _NO_VICTIMS = (_EMPTY, _EMPTY, np.empty(0))  # victims outside a pass (row, flat session, time)
 _CHUNK = 4  # CQI moves of a session drawn at once when applying many
 _BULK_SESSIONS = 16  # session slots from which a cell takes session events in bulk
 _GATHER = 4  # a pass of fewer than 1 / _GATHER of the rows gathers their sessions, else scans all
 _LEVELS = CQI_LEVELS + 1  # a session's channel as one index: type * _LEVELS + CQI
-
-
-def channel_uniform(key: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Output ``n`` (>= 1) of SplitMix64 seeded with ``key``, as a uniform in (0, 1)."""
-    z = n.astype(np.uint64) * _GAMMA  # in place from here: many outputs at once in bulk moves
-    z += key
-    z ^= z >> _S30
-    z *= _M1
-    z ^= z >> _S27
-    z *= _M2
-    z ^= z >> _S31
-    z >>= _S11
-    u = z.astype(np.float64)
-    u += 0.5
-    u *= 1.0 / (1 << 53)
-    return u
 
 
 def _by_row(f, a: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -114,40 +86,6 @@ class _Exits:
             return _EMPTY, _EMPTY, _EMPTY, np.empty(0)
         idx = np.concatenate(self.idx)
         return idx, np.concatenate(self.jid), np.zeros(idx.size, np.int64), np.concatenate(self.at)
-
-
-class UEDraws:
-    """What a UE draws when it arrives: session length by its type's law, initial CQI by its
-    type's law, and a channel key (only when some type's demand moves with the CQI)."""
-
-    def __init__(self, cell: CellSpec):
-        self.types = cell.types
-        self.T = len(cell.types)
-        init = np.array([t.cqi_init for t in cell.types])  # (T, 15)
-        cum = np.cumsum(init, axis=1)
-        for k, t in enumerate(cell.types):
-            cum[k, t.cqi_range[1] - 1:] = 2.0  # never above the range, whatever the round-off
-        self.cum = cum[:, :-1]
-        fixed = init.max(1) == 1.0
-        self.fixed_cqi = init.argmax(1) + 1 if fixed.all() else None
-        self.keys = any(t.dynamic for t in cell.types)
-
-    def sample(self, rng: np.random.Generator, typ: np.ndarray):
-        m = typ.size
-        if self.T == 1:
-            session = self.types[0].session.sample(rng, m)
-        else:
-            session = np.empty(m)
-            for k, t in enumerate(self.types):
-                sel = np.flatnonzero(typ == k)
-                if sel.size:
-                    session[sel] = t.session.sample(rng, sel.size)
-        if self.fixed_cqi is not None:
-            cqi = self.fixed_cqi[typ]
-        else:
-            cqi = (rng.random(m)[:, None] >= self.cum[typ]).sum(1) + 1
-        key = rng.bit_generator.random_raw(m) if self.keys else None
-        return session, cqi, key
 
 
 class CellKind(StationGroup):

@@ -19,7 +19,7 @@ from drl_ac.checkpoint import LoadedPolicy, load_file
 from drl_ac.evaluation.selection import VALIDATION
 from drl_ac.evaluation.steady import steady_state
 from drl_ac.rules.tuning import ConstantAction
-from drl_ac.study import run
+from drl_ac.study import report, run
 from envs import NetworkSpec, SpecError, load_spec
 from envs.spec import SCENARIO_DIR
 from envs.systems.pools.theory import PoolsModel, PoolsPolicy, stability_bound
@@ -212,7 +212,7 @@ def test_held_results_are_this_scenarios_study_comparisons_and_a_corrupt_one_is_
     write("load-0.9", {**row, "load": 0.9})
     write("load-0.5", {**row, "load": 0.5})
     write("load-0.7", {**row, "base": "pools", "load": 0.7})  # another scenario's
-    assert [r["load"] for r in run.held_results(tmp_path, "redundancy_ps")] == [0.5, 0.9]
+    assert [r["load"] for r in report.held_results(tmp_path, "redundancy_ps")] == [0.5, 0.9]
     write("load-0.3", '{"base": "redundancy_ps", "lo')
     with pytest.raises(ValueError, match=r"load-0.3/comparison.json is not readable JSON.*Fix"):
-        run.held_results(tmp_path, "redundancy_ps")
+        report.held_results(tmp_path, "redundancy_ps")

@@ -1,0 +1,170 @@
+"""What a study writes: a load's report (``report``), the study's table over every load held
+in its folder (``summary``, ``held_results``), how each row was made (``commands``, ``commit``),
+the plot of the headline per load (``plot``) and the summary files (``write_summary``)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from drl_ac import study
+from envs import NetworkSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _cell(m: dict, key: str | None) -> str:
+    if key is None:
+        return ""
+    if "arrivals" not in m:
+        return "not simulated"
+    lo, hi = m[f"{key}_ci"]
+    return f"{m[key]:.4f} [{lo:.4f}, {hi:.4f}]"
+
+
+def _stability(m: dict) -> str:
+    s = m.get("stability")
+    if s is None:
+        return f"unstable ({m.get('unstable')})"
+    if s["verdict"] == "loss system":
+        return "stable (loss system)"
+    return f"{s['verdict']} (drift {s['drift']:+.4f} +- {s['drift_se']:.4f})"
+
+
+def report(spec: NetworkSpec, rows: dict[str, dict], verdict: study.Verdict, chosen: str, load: float | None) -> str:
+    """A load's markdown: the table of every row (headline and constraint with 95% intervals,
+    stability), the verdict line and the paired difference."""
+    head = spec.system.headline
+    cols = [head.measure] + ([head.constraint] if head.constraint else [])
+    lines = [f"# {spec.name}{'' if load is None else f' (load {load:g})'}: {head.text(spec.eps)}", "",
+             f"Learned: {chosen}.", "",
+             "| policy | rule | " + " | ".join(f"{c} [95% CI]" for c in cols) + " | stability |",
+             "|---|---|" + "---|" * len(cols) + "---|"]
+    lines += [f"| {name} | {m['rule']} | " + " | ".join(_cell(m, c) for c in cols) + f" | {_stability(m)} |"
+              for name, m in rows.items()]
+    lines += ["", verdict.line()]
+    d = verdict.difference
+    if d is not None:
+        lines.append(f"\nPaired difference, learned - {verdict.best_rule} on {head.measure}: {d['difference']:+.4f} "
+                     f"[{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}] (95%, {'paired over instances' if d['paired'] else 'unpaired'})")
+    return "\n".join(lines) + "\n"
+
+
+def summary(results: list[dict]) -> str:
+    """The study's markdown: one row per load (learned and best rule with 95% intervals, the
+    paired difference, the verdict, the learned controller's stability)."""
+    lines = ["| load | rate | learned | best rule | learned - best [95% CI] | verdict | stability of learned |",
+             "|---|---|---|---|---|---|---|"]
+    for r in results:
+        v, head = r["verdict"], r["headline"]
+        best = r["rows"].get(v["best_rule"]) if v["best_rule"] else None
+        d = v["difference"]
+        diff = "" if d is None else f"{d['difference']:+.4f} [{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}]"
+        load = "as is" if r["load"] is None else f"{r['load']:g}"
+        rule = "none" if best is None else f"{v['best_rule']}: {_cell(best, head)}"
+        lines.append(f"| {load} | {r['rate']:.4g} | {_cell(r['rows']['learned'], head)} | {rule} | {diff} | "
+                     f"{v['outcome']} | {_stability(r['rows']['learned'])} |")
+    outcomes = [r["verdict"]["outcome"] for r in results]
+    lines += ["", f"Learned better than the best rule at {outcomes.count('better')} of {len(results)} load(s), no "
+              f"worse at {outcomes.count('no worse')}, worse at {outcomes.count('worse')}"
+              + (f", no comparator at {outcomes.count('no comparator')}" if "no comparator" in outcomes else "") + "."]
+    return "\n".join(lines) + "\n"
+
+
+def held_results(out: Path, scenario: str) -> list[dict]:
+    """Every study comparison of ``scenario`` (its ``base`` name) under ``out``, by load: this
+    run's and those of earlier runs into the same folder, so that a load re-run alone
+    (``--loads 0.9 --budget full``) updates the study's table instead of replacing it. A
+    ``comparison.json`` of another kind (``train.py``'s has no load) or scenario is not one."""
+    import json
+
+    held = []
+    for path in [out / "comparison.json", *sorted(out.glob("load-*/comparison.json"))]:
+        if not path.exists():
+            continue
+        try:
+            r = json.loads(path.read_text())
+        except (OSError, ValueError) as err:
+            raise ValueError(f"out (--out): {path} is not readable JSON ({err}). Fix: delete it or re-run its "
+                             "load with --force.") from None
+        if isinstance(r, dict) and "load" in r and r.get("base") == scenario and "verdict" in r:
+            held.append(r)
+    return sorted(held, key=lambda r: -1.0 if r["load"] is None else r["load"])
+
+
+def commands(results: list[dict]) -> str:
+    """The markdown lines that say how each load's row was made (command, budget, seconds, commit)."""
+    lines = ["Commands:"]
+    for r in results:
+        load = "as is" if r["load"] is None else f"load {r['load']:g}"
+        lines.append(f"- {load}: `{r['command']}` (budget {r['config']['budget']}, {r['seconds']:.0f} s, "
+                     f"commit {r['commit']})")
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: list[dict], path: Path, title: str) -> Path:
+    """The headline per load, learned against each load's best rule, with 95% intervals."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    head = results[0]["headline"]
+    loads = [r["load"] for r in results]
+    x = np.arange(len(results), dtype=float) if None in loads else np.asarray(loads, float)
+    shift = 0.01 * (np.ptp(x) or 1.0)  # the two series side by side
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for k, (name, pick) in enumerate((("learned", lambda r: "learned"),
+                                      ("best rule", lambda r: r["verdict"]["best_rule"]))):
+        pts = [(xi + (2 * k - 1) * shift, r["rows"][pick(r)]) for xi, r in zip(x, results, strict=True)
+               if pick(r) in r["rows"] and "arrivals" in r["rows"][pick(r)]]
+        if pts:
+            y = np.array([m[head] for _, m in pts])
+            ci = np.array([m[f"{head}_ci"] for _, m in pts], float)
+            ax.errorbar([p for p, _ in pts], y, yerr=[y - ci[:, 0], ci[:, 1] - y], marker="o", capsize=3,
+                        label=name)
+    if None in loads:
+        ax.set_xticks(x, ["as is"] * len(x))
+    else:
+        ax.set_xlabel("load (fraction of the reference rate)")
+    ax.set_ylabel(results[0]["headline_label"])
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def commit() -> str | None:
+    """This checkout's short commit, or None outside git."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def write_summary(out: Path, scenario: str, run: dict[str, Any] | None = None) -> dict[str, Any]:
+    """study.md and study.png over every load held in ``out`` (``held_results``), and study.json:
+    ``run`` (what a run says of itself; None: the study.json there) with the table, the held
+    loads and the files. What ``run_study`` ends with, and what rebuilds a study's summary
+    after a load's folder was copied in from a run elsewhere."""
+    import json
+
+    from drl_ac.checkpoint import write_json
+
+    held = held_results(out, scenario)
+    table = summary(held)
+    (out / "study.md").write_text(f"# Study of {scenario}\n\n{table}\n{commands(held)}")
+    files = [str(out / "study.md"), str(plot(held, out / "study.png", f"{scenario}: learned vs the best rule, 95% CI")),
+             str(out / "study.json")]
+    if run is None:
+        run = json.loads((out / "study.json").read_text()) if (out / "study.json").exists() else {}
+    result = {**run, "held_loads": [r["load"] for r in held], "table": table, "files": files}
+    write_json(out / "study.json", result)
+    return result
