@@ -11,8 +11,8 @@ batches of ``chunk`` decisions per instance:
   regime yet, and the run is doubled;
 * the window is every batch after the cut, each decision's job followed to its departure;
   the run is doubled until the headline measure's standard error is at most ``rel_se`` of
-  its value (or ``max_steps`` is reached: the result then says which standard error it
-  reached);
+  its value (the mean response time's where the headline is a constant, ``_precision``; or
+  ``max_steps`` is reached: the result then says which standard error it reached);
 * ``stability`` builds a backlog by an overload, restores the arrival rate and measures
   the drift of the number in system over a long horizon with its standard error: a policy
   whose backlog grows is unstable, whatever its mean looked like in a finite window.
@@ -145,8 +145,7 @@ def _steady_state(policy: Policy, spec: NetworkSpec, seed: int, num_envs: int, c
                 obs = batches.step(driver, policy, obs)
             batches.flush(eng.N)
             out = summarize_sums(batches.window(cut, n), per_instance=per_instance)
-            value, se = out[headline], out[f"{headline}_se"]
-            reached = se / abs(value) if value else math.inf
+            reached = _precision(out, headline)
             if target >= max_steps or (stationary and reached <= rel_se):
                 break
         target = min(2 * target, max_steps)
@@ -183,6 +182,18 @@ class Stability:
             return "stable (a loss system: nothing queues)"
         return (f"{self.verdict}: from a backlog of {self.backlog:.0f} jobs to {self.end:.0f} over {self.horizon:.0f} "
                 f"time units, drift {self.drift:+.4f} +- {self.drift_se:.4f} jobs per unit time in its second half")
+
+
+def _precision(out: dict, headline: str) -> float:
+    """The relative standard error a window reached: its headline's, or, where the headline is
+    a constant (accept-all's acceptance: its standard error 0 says nothing of the run's
+    length), the mean response time's. Stopping on a constant stopped an accept-all run at the
+    first stationary check, its response times read from a window of a few relaxation times
+    (an M/M/1 at load 0.95: 10% low)."""
+    value, se = out[headline], out[f"{headline}_se"]
+    if se == 0 and out.get("mean_delay_se", 0) > 0:
+        value, se = out["mean_delay"], out["mean_delay_se"]
+    return se / abs(value) if value else math.inf
 
 
 def _first_steps(min_steps: int, chunk: int, max_steps: int) -> int:

@@ -55,6 +55,21 @@ def test_mm1_mean_sojourn_is_exact():
     assert abs(m["mean_delay"] - 5.0) < Z * m["mean_delay_se"], m  # 1 / (mu - lambda)
 
 
+def test_accept_all_runs_until_its_response_time_is_precise():
+    """Accept-all's acceptance is 1 with no standard error: the run goes on until the mean
+    response is known to ``rel_se`` (it once stopped at the first stationary check, after
+    1,000 steps here, and an M/M/1 at load 0.95 read 10% low)."""
+    spec = NetworkSpec.from_dict({"name": "mm1", "arrival": {"dist": "exponential", "rate": 0.95},
+                                  "stations": [{"name": "s", "servers": 1,
+                                                "service": {"dist": "exponential", "mean": 1.0}}],
+                                  "d_ub": 10, "eps": 0.1})
+    m = steady_state(accept_all, spec, seed=4, num_envs=128, min_steps=1_000, max_steps=32_000, rel_se=0.01)
+    assert m["acceptance"] == 1.0 and m["acceptance_se"] == 0.0
+    assert m["rel_se"] == pytest.approx(m["mean_delay_se"] / m["mean_delay"])
+    assert m["warmup_steps"] + m["window_steps"] > 2_000, m  # past the first check
+    assert m["stationary"] and abs(m["mean_delay"] - 20.0) < Z * m["mean_delay_se"], m  # 1 / (mu - lambda)
+
+
 def test_redundancy_d1_is_m_g_1_ps_per_server():
     # rate 5 over 10 PS servers, one copy each: every server is an M/G/1-PS queue at load 0.5,
     # mean response E[X] / (1 - rho) = 2 whatever the size law (insensitivity)
