@@ -10,8 +10,8 @@ stable iff lambda d E[M_d] < N for some allowed d (the fluid bound lambda*(d) = 
 ``envs.systems.redundancy.theory``; mixing degrees cannot beat the best one, the condition being
 linear in the mix). With FCFS servers copies start apart and may use more server time than
 d M_d, so only the certain part is checked: each job needs at least M_d of work, so
-lambda E[M_d] < N for some d. E[M_d] is computed here (this package does not import drl_ac):
-exactly for identical copies and d = 1, in closed form or by quadrature for the laws of
+lambda E[M_d] < N for some d. E[M_d] is computed here by a second method, which the tests hold
+to ``theory``'s: exactly for identical copies and d = 1, in closed form or by quadrature for the laws of
 ``envs.distributions``, from 2^20 draws with a fixed seed for any other (``expected_min``).
 """
 
