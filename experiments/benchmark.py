@@ -222,7 +222,7 @@ _TRAIN_RATE = """
 import json, sys, time, torch
 try:
     from drl_ac.learning.trainer import TrainConfig, Trainer
-except ImportError:  # the layout before issue 8
+except ImportError:  # the baseline commit's layout: the trainer was drl_ac/trainer.py
     from drl_ac.trainer import TrainConfig, Trainer
 torch.set_num_threads(1)
 B, seconds = int(sys.argv[1]), float(sys.argv[2])

@@ -1,4 +1,4 @@
-"""A 5G cell (issue 9): the admission rules operators run, each tuned, against a learned
+"""A 5G cell: the admission rules operators run, each tuned, against a learned
 controller, overall, per UE type and per hour, on the same fresh arrivals.
 
     python experiments/cell.py --minutes 7.5 --jobs 7 --out results/cell   # everything in a slot

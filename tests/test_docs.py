@@ -1,4 +1,4 @@
-"""Every documented command runs (issue 23).
+"""Every documented command runs.
 
 The commands of every ```bash block of README.md and docs/**/*.md are extracted, shrunk to a
 tiny budget by the BUDGETS table below and run in a scratch folder; each must exit 0 and

@@ -1,6 +1,6 @@
 """Bad inputs to the environments and to the system blocks fail at once, naming the value
 given, what is allowed and the fix, instead of being converted or blamed on a field the user
-never wrote (issue 42: nothing lost, nothing silently wrong)."""
+never wrote: nothing lost, nothing silently wrong."""
 
 import copy
 import re
