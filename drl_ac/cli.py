@@ -72,3 +72,23 @@ class StopSignals:
     def __exit__(self, *exc: Any) -> None:
         for s, handler in self.previous.items():
             signal.signal(s, handler)
+
+
+class UsageError(ValueError):
+    """A flag the run cannot work with (exit code 2)."""
+
+
+class FileProblem(RuntimeError):
+    """A file or folder the run cannot read or write (exit code 1)."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C or SIGTERM: the message says what was saved and how to go on (exit code 128 +
+    the signal: 130, 143)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """A command line whose errors are one line with the fix, not the usage and a message."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message}. Fix: see {self.prog} --help.\n")

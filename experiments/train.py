@@ -18,9 +18,8 @@ overwrite a folder that already holds a run unless --force is given.
 Ctrl-C (or SIGTERM) stops at the next step, saves OUT/checkpoint.pt and prints the command
 that resumes the run (exit code 130, SIGTERM 143); a second one stops at once. A run locks
 OUT (.drl_ac.lock): a second run into it is refused. A failure after training still leaves
-OUT/policy.pt. On --resume the
-run keeps its settings: only --steps, --device and the output, evaluation and logging
-options may differ.
+OUT/policy.pt. On --resume the run keeps its settings: only --steps, --device and the
+output, evaluation and logging options may differ.
 """
 
 from __future__ import annotations
@@ -50,7 +49,15 @@ from drl_ac.checkpoint import (
     save_atomic,
     write_json,
 )
-from drl_ac.cli import HelpFormatter, StopSignals, progress_printer
+from drl_ac.cli import (
+    FileProblem,
+    HelpFormatter,
+    Interrupted,
+    Parser,
+    StopSignals,
+    UsageError,
+    progress_printer,
+)
 from drl_ac.evaluation.metrics import format_metrics
 from drl_ac.folder_lock import FolderInUse, FolderLock
 from drl_ac.learning.learner import RBAR_UPDATES, LearnerConfig
@@ -86,24 +93,6 @@ RUN_OPTIONS = {"--device": "device", "--threads": "threads", "--calibrate": "cal
                "--quiet": "quiet"}
 
 
-class UsageError(ValueError):
-    """A flag the run cannot work with (exit code 2)."""
-
-
-class FileProblem(RuntimeError):
-    """A file or folder the run cannot read or write (exit code 1)."""
-
-
-class Interrupted(Exception):
-    """Ctrl-C or SIGTERM: the message says what was saved and how to go on (exit code 128 +
-    the signal: 130, 143)."""
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, not usage + message
-        self.exit(2, f"error: {message}. Fix: see {self.prog} --help.\n")
-
-
 def parse_lam(value: str) -> float | str:
     if value in LAM_MODES:
         return value
@@ -114,8 +103,15 @@ def parse_lam(value: str) -> float | str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    d, dl = TrainConfig(), LearnerConfig()
     p = Parser(description=__doc__, formatter_class=HelpFormatter)
+    _training_flags(p, TrainConfig(), LearnerConfig())
+    _after_training_flags(p, TrainConfig())
+    _output_flags(p)
+    return p
+
+
+def _training_flags(p: argparse.ArgumentParser, d: TrainConfig, dl: LearnerConfig) -> None:
+    """The system, the learner and its training (``TrainConfig``, ``LearnerConfig``)."""
     p.add_argument("--scenario", default=d.scenario, help="registered scenario name or YAML path")
     p.add_argument("--steps", type=int, default=None,
                    help=f"decisions over all instances (default: the scenario's training block, else {d.steps}, "
@@ -152,6 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "one (holding; Little's law) or its own job's response time (own)")
     p.add_argument("--reset-backlog", type=int, default=d.reset_backlog,
                    help="holding cost: restart a training instance empty when it holds more jobs (0: never)")
+
+
+def _after_training_flags(p: argparse.ArgumentParser, d: TrainConfig) -> None:
+    """Calibration, the base rule and its targets, the comparison and the final evaluation."""
     p.add_argument("--calibrate", choices=["auto", "on", "off"], default="auto",
                    help="tune the acceptance bias on the learned advantage so violation <= eps - margin "
                         "(auto: on when lam is automatic)")
@@ -187,6 +187,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="arrivals in the final evaluation and in each evaluation of the calibration (a control "
                         "system is evaluated in steady state instead, with the --compare budget; when this flag "
                         "is given, its run stops after about this many arrivals, at least 4 batches per instance)")
+
+
+def _output_flags(p: argparse.ArgumentParser) -> None:
+    """Where the run's files go, resuming, and what it reports while it runs."""
     p.add_argument("--checkpoint-every", type=int, default=1_000_000, help="decisions between checkpoints")
     p.add_argument("--out", type=Path, default=None,
                    help="output folder (default: checkpoints/runs/SCENARIO-seedS; on --resume the "
@@ -198,7 +202,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wandb-project", default="drl_ac", help="W&B project")
     p.add_argument("--wandb-group", default=None, help="W&B group (default: the scenario's name)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    return p
 
 
 def given_options(argv: list[str] | None) -> set[str]:
