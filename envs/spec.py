@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import yaml
@@ -29,10 +29,7 @@ from envs.errors import (
     is_list,
 )
 from envs.systems import BLOCKS, SYSTEMS, system_class, system_of
-from envs.systems.base import ACCEPT, REJECT
-
-if TYPE_CHECKING:
-    from envs.systems.base import System
+from envs.systems.base import ACCEPT, REJECT, System
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 DELAY_MEASURES = ("sojourn", "paper")
@@ -87,10 +84,8 @@ class NetworkSpec:
     action 0 must be ``reject``), or a control objective scored on each decision's own
     outcome: ``response_time`` (reward -delay) or ``deadline`` (reward 1{delay < d_ub}).
     ``classes`` (optional) replace ``arrival`` by one arrival process per job class.
-
-    Which system the spec describes is ``system`` (``envs.systems``): a network, or the
-    system whose YAML key is ``system_block`` (``redundancy``, ``pools``, ``cell``, ...), its
-    parsed form in ``block``; the stations, routing and actions are what it expands into.
+    ``system`` (``envs.systems``) is a network, or the system whose YAML key is
+    ``system_block``, its parsed form in ``block`` (what stations and actions expand from).
     """
 
     name: str
@@ -270,79 +265,8 @@ class NetworkSpec:
         if ("arrival" in cfg) == ("classes" in cfg):
             raise SpecError("arrival", "give exactly one of 'arrival' and 'classes'",
                             "describe the arrivals of a single class with 'arrival', or list 'classes'")
-        raw_stations = cfg["stations"]
-        if not is_list(raw_stations) or not raw_stations:
-            raise SpecError("stations", "must be a non-empty list", "list each station with name, servers, service")
-        stations = []
-        seen: dict[str, int] = {}
-        for i, st in enumerate(raw_stations):
-            field = f"stations[{i}]"
-            if not isinstance(st, Mapping):
-                raise SpecError(field, f"expected a mapping, got {brief(st)}", "give name, servers and service")
-            check_keys(st, STATION_KEYS, field, what="a station", aliases=_STATION_ALIASES)
-            name = _station_name(st.get("name", f"s{i + 1}"), field + ".name")
-            if name in seen:
-                raise SpecError(field + ".name", f"duplicate station name {name!r} (also stations[{seen[name]}])",
-                                "give every station a unique name")
-            seen[name] = i
-            servers = st.get("servers", 1)
-            if isinstance(servers, (bool, np.bool_)):
-                raise SpecError(field + ".servers", f"expected a number, got the boolean {servers!r}",
-                                "give the number of identical servers (1 or more)")
-            if not isinstance(servers, (int, np.integer)) or servers < 1:
-                raise SpecError(field + ".servers", f"must be a positive integer, got {brief(servers)}",
-                                "give the number of identical servers (1 or more)")
-            if servers > _INT64_MAX:
-                raise SpecError(field + ".servers", f"{servers} servers is too many", "give a realistic server count")
-            if "service" not in st:
-                raise SpecError(field + ".service", "missing",
-                                "give a service-time distribution, e.g. {dist: gamma, mean: 3, scv: 0.8}")
-            kind = st.get("kind", "fcfs")
-            if not isinstance(kind, str):
-                raise SpecError(field + ".kind", f"expected a station kind, got {brief(kind)}",
-                                f"use one of {', '.join(system.station_kinds)}")
-            stations.append(StationSpec(name, int(servers), make_distribution(st["service"], field + ".service", base_dir),
-                                        kind))
-        names = [s.name for s in stations]
-        index = {name: i for i, name in enumerate(names)}
-        index[EXIT] = len(names)
-
-        def row(mapping: Any, field: str, allow_exit: bool) -> tuple[float, ...]:
-            probs = [0.0] * (len(names) + 1)
-            if isinstance(mapping, (str, int)) and not isinstance(mapping, bool):
-                mapping = {mapping: 1.0}
-            if not isinstance(mapping, Mapping):
-                raise SpecError(field, f"expected a station name or a mapping name -> probability, got {brief(mapping)}",
-                                "write e.g. {s2a: 0.67, s2b: 0.33}")
-            for raw_dest, p in mapping.items():
-                dest = _key_name(raw_dest)
-                if dest not in index or (dest == EXIT and not allow_exit):
-                    known = names + ([EXIT] if allow_exit else [])
-                    guess = did_you_mean(dest, known)
-                    raise SpecError(f"{field}.{dest}", "unknown station",
-                                    (f"did you mean '{guess}'? " if guess else "")
-                                    + f"route only to {', '.join(names)}" + (" or 'exit'" if allow_exit else ""))
-                pf = as_number(p, f"{field}.{dest}", "give a number in [0, 1]")
-                if not 0.0 <= pf <= 1.0:
-                    raise SpecError(f"{field}.{dest}", f"probability {pf} outside [0, 1]", "give a number in [0, 1]")
-                probs[index[dest]] += pf
-            return tuple(probs)
-
-        entry = row(cfg.get("entry", names[0]), "entry", allow_exit=False)[:-1]
-        raw_routing = cfg.get("routing")
-        raw_routing = {} if raw_routing is None else raw_routing  # 'routing:' left empty: every station exits
-        if not isinstance(raw_routing, Mapping):
-            raise SpecError("routing", "must map station names to their successors", "write e.g. {s1: s2, s2: exit}")
-        routing_by_name = {}
-        for src, dests in raw_routing.items():
-            name = _key_name(src)
-            if name not in index or name == EXIT:
-                guess = did_you_mean(name, names)
-                raise SpecError(f"routing.{name}", "unknown station",
-                                (f"did you mean '{guess}'? " if guess else "") + f"use one of {', '.join(names)}")
-            routing_by_name[name] = dests
-        routing = tuple(row(_or_exit(routing_by_name.get(name)), f"routing.{name}", allow_exit=True)
-                        for name in names)
+        stations = _stations(cfg["stations"], system, base_dir)
+        entry, routing = _routes(cfg, [s.name for s in stations])
         lam = cfg.get("lam")
         return cls(
             name=_text(cfg.get("name", "custom"), "name"),
@@ -471,6 +395,87 @@ def _training(cfg: Any) -> tuple[tuple[str, int | str], ...]:
                             "give a whole number >= 1")
         out.append((str(key), int(value)))
     return tuple(out)
+
+
+def _stations(raw: Any, system: type[System], base_dir: Path | None) -> tuple[StationSpec, ...]:
+    """The ``stations`` list read, each checked by name."""
+    if not is_list(raw) or not raw:
+        raise SpecError("stations", "must be a non-empty list", "list each station with name, servers, service")
+    stations = []
+    seen: dict[str, int] = {}
+    for i, st in enumerate(raw):
+        field = f"stations[{i}]"
+        if not isinstance(st, Mapping):
+            raise SpecError(field, f"expected a mapping, got {brief(st)}", "give name, servers and service")
+        check_keys(st, STATION_KEYS, field, what="a station", aliases=_STATION_ALIASES)
+        name = _station_name(st.get("name", f"s{i + 1}"), field + ".name")
+        if name in seen:
+            raise SpecError(field + ".name", f"duplicate station name {name!r} (also stations[{seen[name]}])",
+                            "give every station a unique name")
+        seen[name] = i
+        servers = st.get("servers", 1)
+        if isinstance(servers, (bool, np.bool_)):
+            raise SpecError(field + ".servers", f"expected a number, got the boolean {servers!r}",
+                            "give the number of identical servers (1 or more)")
+        if not isinstance(servers, (int, np.integer)) or servers < 1:
+            raise SpecError(field + ".servers", f"must be a positive integer, got {brief(servers)}",
+                            "give the number of identical servers (1 or more)")
+        if servers > _INT64_MAX:
+            raise SpecError(field + ".servers", f"{servers} servers is too many", "give a realistic server count")
+        if "service" not in st:
+            raise SpecError(field + ".service", "missing",
+                            "give a service-time distribution, e.g. {dist: gamma, mean: 3, scv: 0.8}")
+        kind = st.get("kind", "fcfs")
+        if not isinstance(kind, str):
+            raise SpecError(field + ".kind", f"expected a station kind, got {brief(kind)}",
+                            f"use one of {', '.join(system.station_kinds)}")
+        stations.append(StationSpec(name, int(servers), make_distribution(st["service"], field + ".service", base_dir),
+                                    kind))
+    return tuple(stations)
+
+
+def _routes(cfg: Mapping[str, Any], names: list[str]) -> tuple[tuple[float, ...], tuple[tuple[float, ...], ...]]:
+    """``entry`` and ``routing`` as probability rows over the stations (and the exit)."""
+    index = {name: i for i, name in enumerate(names)}
+    index[EXIT] = len(names)
+
+    def row(mapping: Any, field: str, allow_exit: bool) -> tuple[float, ...]:
+        probs = [0.0] * (len(names) + 1)
+        if isinstance(mapping, (str, int)) and not isinstance(mapping, bool):
+            mapping = {mapping: 1.0}
+        if not isinstance(mapping, Mapping):
+            raise SpecError(field, f"expected a station name or a mapping name -> probability, got {brief(mapping)}",
+                            "write e.g. {s2a: 0.67, s2b: 0.33}")
+        for raw_dest, p in mapping.items():
+            dest = _key_name(raw_dest)
+            if dest not in index or (dest == EXIT and not allow_exit):
+                known = names + ([EXIT] if allow_exit else [])
+                guess = did_you_mean(dest, known)
+                raise SpecError(f"{field}.{dest}", "unknown station",
+                                (f"did you mean '{guess}'? " if guess else "")
+                                + f"route only to {', '.join(names)}" + (" or 'exit'" if allow_exit else ""))
+            pf = as_number(p, f"{field}.{dest}", "give a number in [0, 1]")
+            if not 0.0 <= pf <= 1.0:
+                raise SpecError(f"{field}.{dest}", f"probability {pf} outside [0, 1]", "give a number in [0, 1]")
+            probs[index[dest]] += pf
+        return tuple(probs)
+
+    entry = row(cfg.get("entry", names[0]), "entry", allow_exit=False)[:-1]
+    raw_routing = cfg.get("routing")
+    raw_routing = {} if raw_routing is None else raw_routing  # 'routing:' left empty: every station exits
+    if not isinstance(raw_routing, Mapping):
+        raise SpecError("routing", "must map station names to their successors", "write e.g. {s1: s2, s2: exit}")
+    routing_by_name = {}
+    for src, dests in raw_routing.items():
+        name = _key_name(src)
+        if name not in index or name == EXIT:
+            guess = did_you_mean(name, names)
+            raise SpecError(f"routing.{name}", "unknown station",
+                            (f"did you mean '{guess}'? " if guess else "") + f"use one of {', '.join(names)}")
+        routing_by_name[name] = dests
+    routing = tuple(row(_or_exit(routing_by_name.get(name)), f"routing.{name}", allow_exit=True)
+                    for name in names)
+    return entry, routing
 
 
 def _validate(spec: NetworkSpec) -> None:
