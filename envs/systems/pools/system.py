@@ -232,6 +232,52 @@ def _preempt(raw: Any, field: str, policy: str) -> float:
 
 
 
+def _types(types: Any) -> tuple[list[float], list[list[float]]]:
+    """``pools.types``: each type's probability and its speeds on the two pools."""
+    if not is_list(types) or not types:
+        raise SpecError("pools.types", f"must be a non-empty list, got {brief(types)}",
+                        "list each job type as {p: probability, speeds: [on pool 1, on pool 2]}")
+    p, speeds = [], []
+    for j, t in enumerate(types):
+        field = f"pools.types[{j}]"
+        if not isinstance(t, Mapping):
+            raise SpecError(field, f"expected a mapping, got {brief(t)}", "give {p: 0.5, speeds: [1.0, 0.1]}")
+        check_keys(t, ("p", "speeds"), field, what="a job type")
+        for key in ("p", "speeds"):
+            if key not in t:
+                raise SpecError(f"{field}.{key}", "missing", "give {p: 0.5, speeds: [1.0, 0.1]}")
+        p.append(_probability(t["p"], field + ".p", "give the type's probability"))
+        sp = number_list(t["speeds"], field + ".speeds", "speeds", "give two speeds > 0: [on pool 1, on pool 2]",
+                         lambda x: None if math.isfinite(x) and x > 0 else "must be finite and > 0")
+        if len(sp) != 2:
+            raise SpecError(field + ".speeds", f"expected two speeds [on pool 1, on pool 2], got {len(sp)}",
+                            "give one speed per pool")
+        speeds.append(sp)
+    if abs(sum(p) - 1.0) > 1e-9:
+        raise SpecError("pools.types", f"the probabilities p sum to {sum(p):.6g}", "make them sum to 1")
+    return p, speeds
+
+
+def _knowledge(know: Any) -> tuple[str, float | None, float | None]:
+    """``pools.knowledge``: the level, and the signal's q or the revealed fraction f."""
+    q, f = None, None
+    know_fix = "use full, none, {signal: q} (signal = type w.p. q) or {revealed: f} (type known for a fraction f)"
+    if isinstance(know, Mapping):
+        if len(know) != 1 or next(iter(know)) not in ("signal", "revealed"):
+            raise SpecError("pools.knowledge", f"expected {{signal: q}} or {{revealed: f}}, got {brief(know)}",
+                            know_fix)
+        (kind, value), = know.items()
+        if kind == "signal":
+            q = _probability(value, "pools.knowledge.signal", "give the probability q that the signal is the type")
+        else:
+            f = _probability(value, "pools.knowledge.revealed", "give the fraction f of jobs whose type is known")
+        know = kind
+    elif know not in ("full", "none"):
+        hint = "partial knowledge is {signal: q} or {revealed: f}; " if know in ("partial", "signal", "revealed") else ""
+        raise SpecError("pools.knowledge", f"unknown knowledge level {brief(know)}", hint + know_fix)
+    return know, q, f
+
+
 @functools.lru_cache(maxsize=64)
 def server_times(pools: Pools) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(P(k), T, first): the probability of each type information k (0..J-1: that type or
@@ -340,44 +386,9 @@ class PoolsSystem(ControlSystem):
                        for n in servers)):
             raise SpecError("pools.servers", f"must be two positive integers [N1, N2], got {brief(servers)}",
                             "give the number of servers of each pool, e.g. [2, 2]")
-        types = raw.get("types")
-        if not is_list(types) or not types:
-            raise SpecError("pools.types", f"must be a non-empty list, got {brief(types)}",
-                            "list each job type as {p: probability, speeds: [on pool 1, on pool 2]}")
-        p, speeds = [], []
-        for j, t in enumerate(types):
-            field = f"pools.types[{j}]"
-            if not isinstance(t, Mapping):
-                raise SpecError(field, f"expected a mapping, got {brief(t)}", "give {p: 0.5, speeds: [1.0, 0.1]}")
-            check_keys(t, ("p", "speeds"), field, what="a job type")
-            for key in ("p", "speeds"):
-                if key not in t:
-                    raise SpecError(f"{field}.{key}", "missing", "give {p: 0.5, speeds: [1.0, 0.1]}")
-            p.append(_probability(t["p"], field + ".p", "give the type's probability"))
-            sp = number_list(t["speeds"], field + ".speeds", "speeds", "give two speeds > 0: [on pool 1, on pool 2]",
-                             lambda x: None if math.isfinite(x) and x > 0 else "must be finite and > 0")
-            if len(sp) != 2:
-                raise SpecError(field + ".speeds", f"expected two speeds [on pool 1, on pool 2], got {len(sp)}",
-                                "give one speed per pool")
-            speeds.append(sp)
-        if abs(sum(p) - 1.0) > 1e-9:
-            raise SpecError("pools.types", f"the probabilities p sum to {sum(p):.6g}", "make them sum to 1")
+        p, speeds = _types(raw.get("types"))
         size = make_distribution(raw.get("size", {"dist": "exponential", "mean": 1.0}), "pools.size", base_dir)
-        know, q, f = raw.get("knowledge", "full"), None, None
-        know_fix = "use full, none, {signal: q} (signal = type w.p. q) or {revealed: f} (type known for a fraction f)"
-        if isinstance(know, Mapping):
-            if len(know) != 1 or next(iter(know)) not in ("signal", "revealed"):
-                raise SpecError("pools.knowledge", f"expected {{signal: q}} or {{revealed: f}}, got {brief(know)}",
-                                know_fix)
-            (kind, value), = know.items()
-            if kind == "signal":
-                q = _probability(value, "pools.knowledge.signal", "give the probability q that the signal is the type")
-            else:
-                f = _probability(value, "pools.knowledge.revealed", "give the fraction f of jobs whose type is known")
-            know = kind
-        elif know not in ("full", "none"):
-            hint = "partial knowledge is {signal: q} or {revealed: f}; " if know in ("partial", "signal", "revealed") else ""
-            raise SpecError("pools.knowledge", f"unknown knowledge level {brief(know)}", hint + know_fix)
+        know, q, f = _knowledge(raw.get("knowledge", "full"))
         p_split = _probability(raw.get("p_split", 0.5), "pools.p_split", "give P(pool 1) when the type says nothing")
         assign = raw.get("assign", "faster")
         if isinstance(assign, Mapping) and set(assign) == {"split"}:
