@@ -175,6 +175,57 @@ def _solution(lam, p, y, src, rate, drops, reference_rate, was_1d) -> CellAdmiss
     )
 
 
+def _balance(lam, to, src, dst, rate):
+    """The LP's equalities: balance of every state (outflow - inflow = 0) and sum_s p[s] = 1."""
+    S, K = lam.shape
+    n_var = S + S * K
+
+    def yi(s, k):
+        return S + s * K + k
+
+    r, c, v = [], [], []
+    moves = src != dst
+    for s, t, q in zip(src[moves], dst[moves], rate[moves], strict=True):
+        r += [s, t]
+        c += [s, s]
+        v += [q, -q]
+    for s in range(S):
+        for k in range(K):
+            t = to[s, k]
+            if t >= 0 and t != s and lam[s, k] > 0:
+                r += [s, t]
+                c += [yi(s, k), yi(s, k)]
+                v += [lam[s, k], -lam[s, k]]
+    balance = sparse.coo_matrix((v, (r, c)), shape=(S, n_var)).tocsr()
+    norm = sparse.csr_matrix(np.concatenate([np.ones(S), np.zeros(S * K)])[None, :])
+    a_eq = sparse.vstack([balance, norm]).tocsr()
+    b_eq = np.zeros(S + 1)
+    b_eq[S] = 1.0
+    return a_eq, b_eq
+
+
+def _capacity_and_drops(lam, src, rate, drops, eps: float, reference_rate: float | None):
+    """The LP's inequalities: y[s,k] <= p[s], and the drop rate against eps."""
+    S, K = lam.shape
+    n_var = S + S * K
+    # y[s,k] - p[s] <= 0
+    ks = np.repeat(np.arange(S), K)
+    cap = sparse.coo_matrix((np.concatenate([np.ones(S * K), -np.ones(S * K)]),
+                             (np.tile(np.arange(S * K), 2), np.concatenate([S + np.arange(S * K), ks]))),
+                            shape=(S * K, n_var))
+    # drop rate - eps * admission rate <= 0   (or <= eps * reference_rate)
+    drop_row = np.zeros(n_var)
+    np.add.at(drop_row, src, rate * drops)
+    if reference_rate is None:
+        drop_row[S:] -= eps * lam.ravel()
+        drop_rhs = 0.0
+    else:
+        drop_rhs = eps * reference_rate
+    a_ub = sparse.vstack([cap, sparse.csr_matrix(drop_row[None, :])]).tocsr()
+    b_ub = np.append(np.zeros(S * K), drop_rhs)
+    return a_ub, b_ub
+
+
 def admission_lp(request_rates, admit_to, transitions, eps: float, *, reference_rate: float | None = None,
                  weights: Sequence[float] | None = None) -> CellAdmissionSolution:
     """Optimal stationary (randomised) admission policy of a finite CTMC, by linear programming.
@@ -217,46 +268,10 @@ def admission_lp(request_rates, admit_to, transitions, eps: float, *, reference_
     lam, to, src, dst, rate, drops, was_1d = _model(request_rates, admit_to, transitions)
     S, K = lam.shape
     w = np.ones(K) if weights is None else np.asarray(weights, dtype=float)
-    n_var = S + S * K  # z = [p_0..p_{S-1}, y_{0,0}, y_{0,1}, ..., y_{S-1,K-1}]
+    # the variables: z = [p_0..p_{S-1}, y_{0,0}, y_{0,1}, ..., y_{S-1,K-1}]
 
-    def yi(s, k):
-        return S + s * K + k
-
-    # balance rows: outflow - inflow = 0
-    r, c, v = [], [], []
-    moves = src != dst
-    for s, t, q in zip(src[moves], dst[moves], rate[moves], strict=True):
-        r += [s, t]
-        c += [s, s]
-        v += [q, -q]
-    for s in range(S):
-        for k in range(K):
-            t = to[s, k]
-            if t >= 0 and t != s and lam[s, k] > 0:
-                r += [s, t]
-                c += [yi(s, k), yi(s, k)]
-                v += [lam[s, k], -lam[s, k]]
-    balance = sparse.coo_matrix((v, (r, c)), shape=(S, n_var)).tocsr()
-    norm = sparse.csr_matrix(np.concatenate([np.ones(S), np.zeros(S * K)])[None, :])
-    a_eq = sparse.vstack([balance, norm]).tocsr()
-    b_eq = np.zeros(S + 1)
-    b_eq[S] = 1.0
-
-    # y[s,k] - p[s] <= 0
-    ks = np.repeat(np.arange(S), K)
-    cap = sparse.coo_matrix((np.concatenate([np.ones(S * K), -np.ones(S * K)]),
-                             (np.tile(np.arange(S * K), 2), np.concatenate([S + np.arange(S * K), ks]))),
-                            shape=(S * K, n_var))
-    # drop rate - eps * admission rate <= 0   (or <= eps * reference_rate)
-    drop_row = np.zeros(n_var)
-    np.add.at(drop_row, src, rate * drops)
-    if reference_rate is None:
-        drop_row[S:] -= eps * lam.ravel()
-        drop_rhs = 0.0
-    else:
-        drop_rhs = eps * reference_rate
-    a_ub = sparse.vstack([cap, sparse.csr_matrix(drop_row[None, :])]).tocsr()
-    b_ub = np.append(np.zeros(S * K), drop_rhs)
+    a_eq, b_eq = _balance(lam, to, src, dst, rate)
+    a_ub, b_ub = _capacity_and_drops(lam, src, rate, drops, eps, reference_rate)
 
     cost = np.concatenate([(lam * w).sum(1), -(lam * w).ravel()])
     bounds = [(0, None)] * S + [(0, 0) if to[s, k] < 0 else (0, None) for s in range(S) for k in range(K)]
