@@ -10,7 +10,6 @@ SOURCES = sorted(p for folder in ("envs", "drl_ac", "experiments") for p in (ROO
 MAX_MODULE, MAX_FUNCTION = 600, 80
 LONG_FUNCTIONS = {  # function -> its length today, a ceiling
     "experiments/cell.py:main": 103,
-    "envs/systems/cell/rules.py:tune_phase_thresholds": 84,
 }
 
 

@@ -235,6 +235,35 @@ def tune_type_thresholds(spec: NetworkSpec, start: int | None = None, arrivals: 
     return tuner.result(best)
 
 
+def _allocate(blocked: np.ndarray, dropped: np.ndarray, at_risk: np.ndarray, target: float) -> np.ndarray:
+    """Per bin, the index of its shift (rows of the (shifts, bins) counts): the allocation of
+    the smallest multiplier whose period measure is <= ``target``, then bins raised one at a
+    time into the slack (``tune_phase_thresholds``)."""
+    columns = np.arange(blocked.shape[1])
+
+    def period_measure(i: np.ndarray) -> float:
+        return dropped[i, columns].sum() / max(at_risk[i, columns].sum(), 1.0)
+
+    def allocation(mu: float) -> np.ndarray:
+        return (blocked + mu * dropped).argmin(0)
+
+    lo, hi = 0.0, 1.0
+    while period_measure(allocation(hi)) > target and hi < 1e9:
+        lo, hi = hi, hi * 4
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if period_measure(allocation(mid)) <= target else (mid, hi)
+    i = allocation(hi)
+    while True:  # the relaxation only reaches the hull's corners: raise bins into the slack left
+        gains = [(blocked[i[j], j] - blocked[k, j], j, k) for j in columns for k in range(i[j] + 1, blocked.shape[0])
+                 if period_measure(np.where(columns == j, k, i)) <= target]
+        best = max(gains, default=(0.0, -1, -1))
+        if best[0] <= 0:
+            break
+        i[best[1]] = best[2]
+    return i
+
+
 def tune_phase_thresholds(spec: NetworkSpec, base: tuple[int, ...], bins: int = 24, arrivals: int = 400_000,
                           seed: int = 777, num_envs: int = 400, measure: str = "dropping",
                           progress: Callable[[str], None] | None = None, deadline: float | None = None,
@@ -285,31 +314,9 @@ def tune_phase_thresholds(spec: NetworkSpec, base: tuple[int, ...], bins: int = 
     order = np.argsort(shifts)
     shifts_ = np.asarray(shifts)[order]
     blocked, dropped, at_risk = (np.stack(x)[order] for x in zip(*rows, strict=True))  # (shifts, bins), ascending
-    columns = np.arange(bins)
     m0 = tuner.evaluate(table(np.zeros(bins, np.int64)), arrivals)
     target = spec.eps - Z95_ONE_SIDED * m0[f"{measure}_se"]  # the margin the whole table will need
-
-    def period_measure(i: np.ndarray) -> float:
-        return dropped[i, columns].sum() / max(at_risk[i, columns].sum(), 1.0)
-
-    def allocation(mu: float) -> np.ndarray:
-        return (blocked + mu * dropped).argmin(0)
-
-    lo, hi = 0.0, 1.0
-    while period_measure(allocation(hi)) > target and hi < 1e9:
-        lo, hi = hi, hi * 4
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if period_measure(allocation(mid)) <= target else (mid, hi)
-    i = allocation(hi)
-    while True:  # the relaxation only reaches the hull's corners: raise bins into the slack left
-        gains = [(blocked[i[j], j] - blocked[k, j], j, k) for j in columns for k in range(i[j] + 1, len(shifts_))
-                 if period_measure(np.where(columns == j, k, i)) <= target]
-        best = max(gains, default=(0.0, -1, -1))
-        if best[0] <= 0:
-            break
-        i[best[1]] = best[2]
-    shaped = shifts_[i]
+    shaped = shifts_[_allocate(blocked, dropped, at_risk, target)]
 
     def moved(shape: np.ndarray) -> PhaseTypeThresholds:
         def ok(extra: int) -> bool:
