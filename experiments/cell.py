@@ -397,11 +397,23 @@ def main(argv: list[str] | None = None) -> dict:
     out = args.out
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
+    jobs = Jobs(args.jobs)
+    families, learners = plan(jobs, args, spec, deadline, work)
+    say(f"{len(jobs.jobs)} jobs on {args.jobs} process(es); training, calibration and tuning stop at "
+        f"{deadline - t0:.0f} s, the run at {end - t0:.0f} s")
+    done = jobs.run(until=end - 10.0, say=say)
+    return report(done, args, spec, families, learners, t0, say)
+
+
+def plan(jobs: Jobs, args: argparse.Namespace, spec: NetworkSpec, deadline: float, work: Path
+         ) -> tuple[dict[str, tuple[str, ...]], list[str]]:
+    """The run's jobs: the learners, each rule family's tuning, and each policy's final
+    evaluation as soon as it is tuned or chosen. Returns the families (job -> rule names) and
+    the learners' job names."""
     common = {"scenario": args.scenario, "eps": args.eps}
     tune = {**common, "arrivals": args.tune_arrivals, "num_envs": args.tune_envs}
     final = {**common, "arrivals": args.eval_arrivals, "num_envs": args.eval_envs}
     periodic = spec.period is not None
-    jobs = Jobs(args.jobs)
     learners = [f"learner {seed}" for seed in args.seeds] if args.policy is None else []
     for name, seed in zip(learners, args.seeds, strict=False):
         jobs.add(name, learn, **common, seed=seed, num_envs=args.num_envs, updates_per_step=args.updates_per_step,
@@ -430,9 +442,13 @@ def main(argv: list[str] | None = None) -> dict:
         for name in names:
             jobs.add(f"evaluate {name}", final_evaluation, after=(family,), **final,
                      policy=Later(lambda r, f=family, n=name: r[f][n]["rule"]))
-    say(f"{len(jobs.jobs)} jobs on {args.jobs} process(es); training, calibration and tuning stop at "
-        f"{deadline - t0:.0f} s, the run at {end - t0:.0f} s")
-    done = jobs.run(until=end - 10.0, say=say)
+    return families, learners
+
+
+def report(done: dict[str, dict], args: argparse.Namespace, spec: NetworkSpec, families: dict, learners: list[str],
+           t0: float, say: Callable[[str], None]) -> dict:
+    """The finished jobs as cell.json, the plots, the chosen policy's folder and the tables."""
+    out, periodic = args.out, spec.period is not None
     errors = {name: r["error"] for name, r in done.items() if "error" in r}
 
     rules: dict[str, dict] = {}
