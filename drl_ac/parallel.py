@@ -13,6 +13,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -76,7 +77,9 @@ class Worker:
     as ``fn(send, *args, **kwargs)`` and may ``send`` several results; else its return value is
     the one result. ``recv`` takes the next (``EOFError`` when the process ended without one:
     it failed, was killed, or could not start, e.g. a script read from standard input cannot
-    be re-imported by it); ``ready`` says whether ``recv`` would not wait; ``cancel`` stops it.
+    be re-imported by it; ``WorkerFailed``, an ``EOFError``, when it raised or its result could
+    not be pickled, with the traceback); ``ready`` says whether ``recv`` would not wait;
+    ``cancel`` stops it.
     The process ignores Ctrl-C: the caller decides, and cancels it on its way out."""
 
     def __init__(self, fn: Callable[..., Any], *args: Any, stream: bool = False, **kwargs: Any):
@@ -86,7 +89,15 @@ class Worker:
         send.close()  # only the child holds the sending end: its death reads as EOF here
 
     def recv(self) -> Any:
-        return self._receive.recv()
+        try:
+            item = self._receive.recv()
+        except EOFError:
+            self.process.join(10)  # its end is known, its exit code there once it is reaped
+            raise
+        if isinstance(item, WorkerFailed):
+            self.process.join(10)
+            raise item
+        return item
 
     def ready(self) -> bool:
         return self._receive.poll() or not self.process.is_alive()
@@ -97,6 +108,11 @@ class Worker:
         self._receive.close()
 
 
+class WorkerFailed(EOFError):
+    """A ``Worker``'s function raised, or its result could not be sent back: no (more)
+    results; the message holds the traceback."""
+
+
 def _serve(send: Any, fn: Callable[..., Any], args: tuple, kwargs: dict, stream: bool) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
@@ -104,8 +120,10 @@ def _serve(send: Any, fn: Callable[..., Any], args: tuple, kwargs: dict, stream:
             fn(send.send, *args, **kwargs)
         else:
             send.send(fn(*args, **kwargs))
+    except Exception:  # noqa: BLE001 - the caller gets the failure as its result
+        send.send(WorkerFailed(traceback.format_exc()))
     finally:
         send.close()
 
 
-__all__ = ["RAY_HINT", "Worker", "default_workers", "ray_connect", "run_jobs"]
+__all__ = ["RAY_HINT", "Worker", "WorkerFailed", "default_workers", "ray_connect", "run_jobs"]

@@ -204,7 +204,11 @@ def cell_table(num_envs: int = 4096, decisions: int = 400_000) -> None:
 # Runs in a subprocess against either checkout: only API common to both engines.
 _RATE = """
 import json, sys, time, numpy as np
-from envs import load_spec, Engine
+from envs import load_spec
+try:
+    from envs import Engine
+except ImportError:  # the baseline commit's name of the engine
+    from envs import QueueNetworkSim as Engine
 policy, B, decisions = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 sim = Engine(load_spec("paper_tandem"), B, seed=0)
 act = (lambda o: np.ones(o.shape[0], np.int64)) if policy == "accept-all" else (lambda o: (o.sum(1) < 9).astype(np.int64))

@@ -54,7 +54,7 @@ from drl_ac.evaluation.calibration import calibrate_bias, calibrated
 from drl_ac.evaluation.metrics import evaluate
 from drl_ac.learning.learner import LearnerConfig
 from drl_ac.learning.trainer import TrainConfig, Trainer
-from drl_ac.parallel import Worker
+from drl_ac.parallel import Worker, WorkerFailed
 from envs import NetworkSpec, load_spec
 from envs.systems.cell import CellSystem
 from envs.systems.cell import rules as cb
@@ -211,6 +211,8 @@ class Jobs:
                     continue
                 try:
                     done[name] = worker.recv()
+                except WorkerFailed as exc:
+                    done[name] = {"error": str(exc)}
                 except (EOFError, OSError):
                     done[name] = {"error": f"the process ended with code {worker.process.exitcode} and no result"}
                 worker.cancel()

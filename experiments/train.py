@@ -514,7 +514,7 @@ def keep_policy(trainer: Trainer, out: Path, started: float) -> str:
 
 
 def steps(spec: NetworkSpec, seed: int, args: argparse.Namespace, say: Callable[[str], None]) -> Run:
-    """The run's steps (``drl_ac.pipeline.Run``) at the budget of ``--compare`` (quick when off)."""
+    """The run's steps (``drl_ac.study.pipeline.Run``) at the budget of ``--compare`` (quick when off)."""
     return Run(spec, seed, "quick" if args.compare == "off" else args.compare, say)
 
 

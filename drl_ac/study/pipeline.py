@@ -45,7 +45,7 @@ def _silent(text: str) -> None:
 @dataclass
 class Run:
     """The steps of one run on ``spec`` with ``seed`` (the module's text); ``budget`` sizes
-    the tuning, the steady-state evaluations and the comparison (``drl_ac.BUDGETS``)."""
+    the tuning, the steady-state evaluations and the comparison (``drl_ac.study.BUDGETS``)."""
 
     spec: NetworkSpec
     seed: int = 0

@@ -10,7 +10,7 @@ import types
 
 import pytest
 
-from drl_ac.parallel import Worker, run_jobs
+from drl_ac.parallel import Worker, WorkerFailed, run_jobs
 
 
 def square(job: dict) -> dict:
@@ -28,6 +28,26 @@ def crash() -> None:
 
 def sleep_long() -> None:
     time.sleep(60)
+
+
+def divide(a: float, b: float) -> float:
+    return a / b
+
+
+def a_lambda():
+    return lambda: 1  # cannot be pickled back
+
+
+def test_a_worker_that_raises_hands_back_its_traceback():
+    w = Worker(divide, 1, 0)
+    with pytest.raises(WorkerFailed, match="ZeroDivisionError") as failed:
+        w.recv()
+    assert isinstance(failed.value, EOFError) and w.process.exitcode == 0  # it ended, and its end is known
+    unpicklable = Worker(a_lambda)
+    with pytest.raises(WorkerFailed, match="pickle"):
+        unpicklable.recv()
+    w.cancel()
+    unpicklable.cancel()
 
 
 def test_run_jobs_gives_the_same_results_in_order_inline_and_in_processes():

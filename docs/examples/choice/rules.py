@@ -19,12 +19,13 @@ BUDGETS = {"smoke": {"num_envs": 8, "max_steps": 400}, "quick": {"num_envs": 32,
 @dataclass(frozen=True)
 class ShortestExpectedDelay:
     """Send a job where (jobs there + 1) / speed is least (the observation's first columns are
-    the jobs per server)."""
+    the jobs waiting per server, the next ones those in service)."""
 
     speeds: tuple[float, ...]
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
-        jobs = obs[:, : len(self.speeds)]
+        n = len(self.speeds)
+        jobs = obs[:, :n] + obs[:, n: 2 * n]
         return np.argmin((jobs + 1) / np.asarray(self.speeds), axis=1).astype(np.int64)
 
     def describe(self) -> str:

@@ -72,5 +72,7 @@ class ChoiceSystem(ControlSystem):
         return ProbabilisticRouting(self.spec)  # an action names the server a job enters
 
     def encoding(self, include_in_service: bool = False) -> ObservationEncoding:
+        """Jobs waiting, then jobs in service, per server: whether a server is busy is what a
+        dispatcher decides on (``include_in_service`` is always on)."""
         spec = self.spec
-        return ObservationEncoding(spec.num_stations, include_in_service, spec.num_classes, spec.period, False)
+        return ObservationEncoding(spec.num_stations, True, spec.num_classes, spec.period, False)

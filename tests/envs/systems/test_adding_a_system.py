@@ -70,6 +70,16 @@ def test_the_folder_registers_its_system_and_its_block_reads_back(choice, spec, 
         register(type("Other", (ChoiceSystem,), {"name": "other"}))  # its block key is taken
 
 
+def test_the_rule_reads_the_jobs_waiting_and_in_service(spec):
+    """One job in service at the fast server: (1 + 1) / 1 = 2 > (0 + 1) / 0.6, so the next
+    goes to the slow one (a rule blind to busy servers would send it to the fast one again)."""
+    two = NetworkSpec.from_dict({**YAML, "choice": {"speeds": [1.0, 0.6]}})
+    enc = two.system.encoding()
+    assert enc.include_in_service and enc.width == 4  # waiting, then in service, per server
+    rule = importlib.import_module("choice.rules").ShortestExpectedDelay((1.0, 0.6))
+    assert rule(np.array([[0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]])).tolist() == [1, 0]
+
+
 def random_split(p: float, seed: int = 0):
     rng = np.random.default_rng(seed)
     return lambda obs: (rng.random(len(obs)) < p).astype(np.int64)  # server2 with probability p
