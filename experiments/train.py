@@ -62,7 +62,7 @@ from drl_ac.evaluation.metrics import format_metrics
 from drl_ac.folder_lock import FolderInUse, FolderLock
 from drl_ac.learning.learner import RBAR_UPDATES, LearnerConfig
 from drl_ac.learning.qnet import rule_of
-from drl_ac.learning.trainer import COSTS, LAM_MODES, TARGETS, TrainConfig, Trainer
+from drl_ac.learning.trainer import COSTS, LAM_MODES, TARGETS, TrainConfig, Trainer, stored_config
 from drl_ac.study.pipeline import Run
 from drl_ac.tracking import WandbLogger
 from envs import NetworkSpec, ObservationEncoding, SpecError
@@ -253,7 +253,7 @@ def _same(given: Any, stored: Any) -> bool:
 
 def check_resume_flags(state: dict, args: argparse.Namespace, given: set[str]) -> None:
     """Refuse flags that would silently be ignored on --resume, unless they equal the checkpoint's."""
-    config = state.get("config", {})
+    config = stored_config(state, default={})
     scenario = state.get("policy", {}).get("scenario", {})
     effective = {"eps": scenario.get("eps"), "d_ub": scenario.get("d_ub"), "delay": scenario.get("delay"),
                  "lam": "auto" if scenario.get("lam") is None else scenario.get("lam"),

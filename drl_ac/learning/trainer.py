@@ -267,6 +267,18 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def stored_config(state: dict[str, Any], default: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A checkpoint's run settings (``TrainConfig.to_dict``): held once, in its policy; a
+    checkpoint written before kept a copy at the top, read when the policy has none. Neither:
+    ``default``, or KeyError when it is None."""
+    policy = state.get("policy", {})
+    if isinstance(policy, dict) and "config" in policy:
+        return policy["config"]
+    if "config" in state or default is None:
+        return state["config"]
+    return default
+
+
 class Trainer:
     """``spec``: the resolved system (a resumed run passes the one stored in its checkpoint,
     so an edited or moved YAML file cannot change it); default ``config.spec()``."""
@@ -436,7 +448,7 @@ class Trainer:
 
     def state_dict(self) -> dict[str, Any]:
         return {"format": CHECKPOINT_FORMAT, "version": FORMAT_VERSION, "versions": versions(),
-                "policy": self.policy_section(), "config": self.config.to_dict(), "t": self.t,
+                "policy": self.policy_section(), "t": self.t,  # the config once: in the policy
                 "resets": self.resets,
                 "learner": self.learner.state_dict(), "multiplier": self.multiplier.state_dict(),
                 "stats": self.stats.state_dict(), "replay": self.replay.state_dict(),
@@ -460,7 +472,7 @@ class Trainer:
             raise ValueError(f"resume: only {sorted(allowed)} may change, not {sorted(set(changes) - allowed)}. "
                              "Fix: start a new run to change other settings.")
         try:
-            config = TrainConfig.from_dict({**state["config"], **changes})
+            config = TrainConfig.from_dict({**stored_config(state), **changes})
             spec = NetworkSpec.from_dict(state["policy"]["scenario"])
         except (KeyError, TypeError) as exc:
             raise CheckpointError(f"checkpoint: its settings are incomplete or from another version ({exc!r} "

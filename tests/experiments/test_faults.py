@@ -98,7 +98,7 @@ def test_a_run_stopped_by_a_signal_resumes_to_the_uninterrupted_figures(sig, sce
     if sig != signal.SIGKILL:
         assert "Resume with: " in stderr and f"({'SIGTERM' if sig == signal.SIGTERM else 'Ctrl-C'})" in stderr
     saved = load_file(out / "checkpoint.pt")
-    assert 0 < saved["t"] * saved["config"]["num_envs"] < 120_000  # stopped part way
+    assert 0 < saved["t"] * saved["policy"]["config"]["num_envs"] < 120_000  # stopped part way
     res = resume(out)
     assert res.returncode == 0, res.stderr
     assert figures(out) == uninterrupted
@@ -158,7 +158,7 @@ def test_a_second_run_into_a_folder_in_use_is_refused_and_the_first_keeps_its_fi
     assert second.returncode == 1, second.stderr
     assert f"in use by another run (pid {first.pid} on " in second.stderr and "Traceback" not in second.stderr
     assert first.wait(timeout=300) == 0, log.read_text()
-    assert load_file(out / "checkpoint.pt")["config"]["seed"] == 0
+    assert load_file(out / "checkpoint.pt")["policy"]["config"]["seed"] == 0
     assert load_file(out / "policy.pt")["metrics"]["seed"] == 0
 
 

@@ -117,7 +117,7 @@ def test_ctrl_c_saves_prints_resume_command_and_exits_130(interrupted_run):
     assert resumed is not None and resumed.returncode == 0, resumed.stderr
     for name in ("checkpoint.pt", "policy.pt", "metrics.json"):
         assert (interrupted_run["out"] / name).is_file()
-    assert load_file(interrupted_run["out"] / "checkpoint.pt")["config"]["steps"] == 20000
+    assert load_file(interrupted_run["out"] / "checkpoint.pt")["policy"]["config"]["steps"] == 20000
 
 
 def test_metrics_json_is_strict_json(interrupted_run):

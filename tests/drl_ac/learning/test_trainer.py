@@ -62,13 +62,17 @@ def test_resume_matches_uninterrupted_run(mm1_yaml, tmp_path):
     first = Trainer(cfg)
     first.train(until=256 * 30)
     first.save(tmp_path / "checkpoint.pt")
-    resumed = Trainer.resume(tmp_path / "checkpoint.pt")
-    resumed.train()
-    assert resumed.decisions == straight.decisions
-    for a, b in zip(straight.learner.q.parameters(), resumed.learner.q.parameters(), strict=True):
-        torch.testing.assert_close(a, b, rtol=0, atol=0)
-    assert straight.learner.rbar.item() == resumed.learner.rbar.item()
-    np.testing.assert_array_equal(straight.obs, resumed.obs)
+    state = first.state_dict()
+    assert "config" not in state and state["policy"]["config"] == cfg.to_dict()  # the settings once
+    older = {**state, "config": state["policy"]["config"],  # the layout before: a copy at the top
+             "policy": {k: v for k, v in state["policy"].items() if k != "config"}}
+    for resumed in (Trainer.resume(tmp_path / "checkpoint.pt"), Trainer.from_state(older)):
+        resumed.train()
+        assert resumed.decisions == straight.decisions
+        for a, b in zip(straight.learner.q.parameters(), resumed.learner.q.parameters(), strict=True):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+        assert straight.learner.rbar.item() == resumed.learner.rbar.item()
+        np.testing.assert_array_equal(straight.obs, resumed.obs)
 
 
 def test_checkpoint_round_trip_gives_same_greedy_actions(mm1_yaml, tmp_path):
