@@ -172,3 +172,16 @@ def test_block_errors_blame_the_field_written_and_list_what_it_takes(cfg, field,
         NetworkSpec.from_dict(cfg)
     assert err.value.field == field
     assert str(err.value).startswith(message)
+
+
+def test_a_station_of_a_systems_own_kind_names_the_block_to_write_instead():
+    """A network station of kind ``cell`` (a kind only the cell system has) is refused naming the
+    system's block, found from the registry; an unknown kind still gets the list of kinds."""
+    net = {"name": "n", "arrival": {"dist": "exponential", "rate": 0.5}, "d_ub": 10, "eps": 0.1,
+           "stations": [{"name": "s", "service": {"dist": "exponential", "mean": 1.0}, "kind": "cell"}]}
+    with pytest.raises(SpecError, match=r"^stations\[0\]\.kind: a cell is described by a 'cell:' block, not a "
+                                        r"station\. Fix: write the cell as a top-level 'cell:' block"):
+        NetworkSpec.from_dict(net)
+    net["stations"][0]["kind"] = "fsfc"
+    with pytest.raises(SpecError, match=r"^stations\[0\]\.kind: unknown station kind 'fsfc'\. Fix: use one of fcfs, ps"):
+        NetworkSpec.from_dict(net)
