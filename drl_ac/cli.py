@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from envs.compiled import ENGINES, default_engine, use_engine
+
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
     """The description as written, and every option's default (unless its help says it)."""
@@ -92,3 +94,21 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"error: {message}. Fix: see {self.prog} --help.\n")
+
+
+ENGINE_OPTIONS = {"--engine": "engine", "--sim-threads": "sim_threads"}  # options of an invocation, not of a run
+
+
+def engine_flags(p: argparse.ArgumentParser) -> None:
+    """``--engine`` and ``--sim-threads``: which event loop simulates, on how many threads (``envs.compiled``)."""
+    p.add_argument("--engine", choices=ENGINES, default=None,
+                   help="event loop: compiled (the default: Numba, where the system has one, else NumPy) or numpy "
+                        "(the reference); both give the same trajectory for a seed")
+    p.add_argument("--sim-threads", type=int, default=None,
+                   help="threads of the compiled loop (default: every core; 1 inside pytest-xdist)")
+
+
+def use_engine_flags(args: argparse.Namespace) -> None:
+    """Apply ``engine_flags`` to this process and the ones it spawns."""
+    if args.engine is not None or args.sim_threads is not None:
+        use_engine(args.engine or default_engine(), args.sim_threads)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from envs.arrivals import ClassArrivals
+from envs.compiled import check_engine, default_engine
 from envs.jobs import Column, SlotTable, extend
 from envs.kinds.base import State
 from envs.outcomes import Outcomes
@@ -65,11 +66,16 @@ class Engine:
 
     def __init__(self, spec: NetworkSpec, num_envs: int, seed: int | None = None,
                  capacity: int = 64, max_jobs: int = 1 << 16, max_bytes: int = 4 << 30,
-                 exact_counterfactual: bool = False, start: float | np.ndarray = 0.0, probes: bool = True):
+                 exact_counterfactual: bool = False, start: float | np.ndarray = 0.0, probes: bool = True,
+                 engine: str | None = None):
         """``probes`` False: a rejected job is reported at once, unscored (``success`` False), for
         users that never read a rejection's success (a cell's blocking reward and measures, a
         rule's tuning that reads acceptance and the constraint only); the probes are most of
-        the simulation time (a cell in busy hours, a network at its thresholds)."""
+        the simulation time (a cell in busy hours, a network at its thresholds).
+
+        ``engine``: ``compiled`` runs the system's compiled event loop where it has one,
+        ``numpy`` this module's loop (the reference); None: ``envs.compiled.default_engine()``.
+        ``self.engine`` says which one runs."""
         if num_envs < 1:
             raise ValueError(f"num_envs: must be >= 1, got {num_envs}. Fix: give a positive number of instances.")
         self.spec = spec
@@ -98,6 +104,9 @@ class Engine:
         self.single_kind = self.kinds[0] if len(self.kinds) == 1 else None
         if self.single_kind is not None:  # one call less per event on the hot path
             self._single_arrive = functools.partial(self.single_kind.arrive, self)
+        wanted = default_engine() if engine is None else check_engine(engine)
+        self.kernel = spec.system.kernel(self) if wanted == "compiled" else None
+        self.engine = "numpy" if self.kernel is None else "compiled"
         # per-job clocks that a probe must copy: waits, and with cancellation what the copies used
         self.job_arrays = ("since", "wait_sum") + (("cancelled_work", "cancelled_started") if self.routing.cancels
                                                    else ())
@@ -312,6 +321,9 @@ class Engine:
         ``on_exit(rows, job_ids, last_station, time)`` is told of jobs leaving the network
         and returns a mask of those rows to stop (or None).
         """
+        if self.kernel is not None:
+            self.kernel.run(self, st, inst, horizon, on_exit)
+            return
         # A finite horizon (the next arrival; a probe's deadline bound, which only moves by
         # finite amounts) already excludes idle rows (event time inf): one comparison less per event.
         bounded = not np.isinf(horizon).any()

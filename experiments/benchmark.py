@@ -10,6 +10,7 @@ and on an earlier commit (a git worktree), interleaved, with their ratio.
     python experiments/benchmark.py --only compare --baseline-ref 02d85eb
     python experiments/benchmark.py --only ps        # PS tandem, redundancy-d, two pools
     python experiments/benchmark.py --only cell      # the cell scenarios at B = 4096
+    python experiments/benchmark.py --only engines   # NumPy vs compiled engine, side by side (also: --engine both)
 
 Training speed: decisions per second with learning (one gradient step per vector step)
 on `paper_tandem`, for several numbers of instances, after the replay has filled.
@@ -19,17 +20,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from numba import njit
 
 from drl_ac.evaluation.metrics import phase_offsets, relaxation_time
 from envs import Driver, Engine, NetworkSpec, load_spec
+from envs.compiled import THREADS_VAR, use_engine
 from envs.distributions import Exponential
 from envs.rollout import accept_all, collect
 from envs.systems.network.rules import TotalThreshold
@@ -201,6 +206,162 @@ def cell_table(num_envs: int = 4096, decisions: int = 400_000) -> None:
               f"{probe_time[0] / elapsed:>12.0%}")
 
 
+# ---------------------------------------------------------------- NumPy vs compiled engine
+def _decision_rate(spec, policy, num_envs: int, decisions: int, engine: str, warmup_steps: int = 100) -> float:
+    """Decisions per second of ``Engine(engine=...)`` after a warm-up (steady queues)."""
+    sim = Engine(spec, num_envs, seed=0, engine=engine, start=phase_offsets(spec.period, num_envs, 0)
+                 if spec.period else 0.0)
+    for _ in range(warmup_steps):
+        sim.step(policy(sim.observe()))
+    steps = max(1, decisions // num_envs)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        sim.step(policy(sim.observe()))
+    return steps * num_envs / (time.perf_counter() - t0)
+
+
+def _with_threads(threads: int, measure_one: Callable[..., float], *args) -> float:
+    """``measure_one(*args)`` with the compiled loop on ``threads`` threads."""
+    before = os.environ.get(THREADS_VAR)
+    os.environ[THREADS_VAR] = str(threads)
+    try:
+        return measure_one(*args)
+    finally:
+        if before is None:
+            del os.environ[THREADS_VAR]
+        else:
+            os.environ[THREADS_VAR] = before
+
+
+@njit(cache=True)
+def _minimal_tandem(now, horizon, service, end, job, queue, head, length, busy, first, servers, free, nfree,
+                    job_service):
+    """The limit: paper_tandem's FCFS tandem, accept-all, with nothing but its events (no waits,
+    probes, outcome rows or checks); services drawn by NumPy. Returns the jobs that left."""
+    B, S = end.shape
+    N, Q = servers.size, queue.shape[2]
+    left = 0
+    for r in range(B):
+        slot = free[r, nfree[r] - 1]
+        nfree[r] -= 1
+        for n in range(N):
+            job_service[r, slot, n] = service[r, n]
+        n, j, t = 0, slot, now[r]
+        while True:  # place job j at station n at time t, then run the events up to the horizon
+            if n >= 0:
+                if busy[r, n] < servers[n]:
+                    srv = first[n] + busy[r, n]
+                    busy[r, n] += 1
+                    end[r, srv] = t + job_service[r, j, n]
+                    job[r, srv] = j
+                else:
+                    queue[r, n, (head[r, n] + length[r, n]) % Q] = j
+                    length[r, n] += 1
+            t, srv = np.inf, -1
+            for k in range(S):
+                if end[r, k] < t:
+                    t, srv = end[r, k], k
+            if srv < 0 or t > horizon[r]:
+                break
+            j = job[r, srv]
+            n = 0
+            while first[n] + servers[n] <= srv:
+                n += 1
+            if length[r, n] > 0:
+                nxt = queue[r, n, head[r, n]]
+                head[r, n] = (head[r, n] + 1) % Q
+                length[r, n] -= 1
+                end[r, srv] = t + job_service[r, nxt, n]
+                job[r, srv] = nxt
+            else:
+                busy[r, n] -= 1
+                last = first[n] + busy[r, n]
+                end[r, srv], job[r, srv] = end[r, last], job[r, last]
+                end[r, last], job[r, last] = np.inf, -1
+            if n + 1 < N:
+                n += 1
+            else:
+                free[r, nfree[r]] = j
+                nfree[r] += 1
+                left += 1
+                n = -1
+    return left
+
+
+def minimal_rate(num_envs: int, decisions: int) -> float:
+    """Decisions per second of ``_minimal_tandem`` on paper_tandem (one thread), NumPy drawing
+    the arrivals and services as the engine does."""
+    spec = load_spec("paper_tandem")
+    servers = np.array(spec.servers, np.int64)
+    first = np.concatenate([[0], np.cumsum(servers)[:-1]])
+    B, N, K, Q = num_envs, servers.size, 256, 256
+    end, job = np.full((B, servers.sum()), np.inf), np.full((B, servers.sum()), -1, np.int64)
+    queue, head = np.zeros((B, N, Q), np.int64), np.zeros((B, N), np.int64)
+    length, busy = np.zeros((B, N), np.int64), np.zeros((B, N), np.int64)
+    free, nfree = np.tile(np.arange(K), (B, 1)), np.full(B, K, np.int64)
+    job_service, rng = np.zeros((B, K, N)), np.random.default_rng(0)
+    arrival = spec.arrival_processes()[0]
+    now = np.zeros(B)
+    steps, t0 = 100 + max(1, decisions // B), 0.0
+    for step in range(steps):
+        if step == 100:
+            t0 = time.perf_counter()
+        service = np.stack([st.service.sample(rng, B) for st in spec.stations], axis=1)
+        horizon = now + arrival.sample(rng, B)
+        _minimal_tandem(now, horizon, service, end, job, queue, head, length, busy, first, servers, free, nfree,
+                        job_service)
+        now = horizon
+    return (steps - 100) * B / (time.perf_counter() - t0)
+
+
+def engines_table(num_envs: int, decisions: int, threads: int = 2) -> None:
+    """Both engines on the same workloads in this process, interleaved, best of two: decisions/s,
+    the compiled one on 1 and ``threads`` threads; the minimal loop as the limit."""
+    zero = lambda obs: np.zeros(obs.shape[0], np.int64)  # noqa: E731  (every job served, first action)
+    redundancy = NetworkSpec.from_dict({"name": "redundancy", "arrival": {"dist": "exponential", "rate": 7.0},
+                                        "d_ub": 10, "eps": 0.1,
+                                        "redundancy": {"servers": 10, "kind": "ps", "copies": "iid",
+                                                       "size": {"dist": "exponential", "mean": 1.0}, "d": [2]}})
+    workloads = (("paper_tandem accept-all", load_spec("paper_tandem"), accept_all),
+                 ("paper_tandem sum q < 9, probes", load_spec("paper_tandem"), TotalThreshold(9)),
+                 ("redundancy_ps d = 2 (load 0.7)", redundancy, zero),
+                 ("pools action 0", load_spec("pools"), zero),
+                 ("cell_5g accept", load_spec("cell_5g"), accept_all))
+    print(f"\nengines: B = {num_envs}, {decisions} decisions, best of 2, decisions/s (the same process)")
+    print(f"{'workload':<34}{'engine':>9}{'numpy':>11}{'compiled 1':>12}{'ratio':>7}"
+          f"{f'compiled {threads}':>12}{f'{threads} vs 1':>8}")
+    for label, spec, policy in workloads:
+        rates = {k: 0.0 for k in ("numpy", "one", "many")}
+        for _ in range(2):
+            rates["numpy"] = max(rates["numpy"], _decision_rate(spec, policy, num_envs, decisions, "numpy"))
+            for key, n in (("one", 1), ("many", threads)):
+                rate = _with_threads(n, _decision_rate, spec, policy, num_envs, decisions, "compiled")
+                rates[key] = max(rates[key], rate)
+        used = Engine(spec, 1, seed=0).engine
+        print(f"{label:<34}{used:>9}{rates['numpy']:>11,.0f}{rates['one']:>12,.0f}{rates['one'] / rates['numpy']:>7.2f}"
+              f"{rates['many']:>12,.0f}{rates['many'] / rates['one']:>8.2f}")
+        if label == "paper_tandem accept-all":
+            limit = minimal_rate(num_envs, decisions)
+            print(f"{'  minimal compiled loop (the limit)':<34}{'':>9}{'':>11}{limit:>12,.0f}"
+                  f"{'':>7}   compiled 1 = {rates['one'] / limit:.0%} of it")
+
+
+def compile_seconds() -> float:
+    """Seconds the first compiled run takes to compile, in a fresh interpreter with an empty
+    Numba cache (later runs load it from the cache)."""
+    script = ("import time, numpy as np\nfrom envs import Engine, load_spec\nt = time.perf_counter()\n"
+              "e = Engine(load_spec('paper_tandem'), 4, seed=0, engine='compiled')\n"
+              "for _ in range(5): e.step(np.zeros(4, np.int64))\n"
+              "print(time.perf_counter() - t)")
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": str(ROOT)}
+        fresh = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+        cached = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    first, again = float(fresh.stdout.split()[-1]), float(cached.stdout.split()[-1])
+    print(f"\ncompiled engine: first run {first:.1f} s (compiling), then {again:.2f} s (from the cache)")
+    return first
+
+
 # Runs in a subprocess against either checkout: only API common to both engines.
 _RATE = """
 import json, sys, time, numpy as np
@@ -280,9 +441,17 @@ def main() -> None:
     parser.add_argument("--train-sizes", type=int, nargs="+", default=[512, 2048, 4096])
     parser.add_argument("--train-seconds", type=float, default=20.0)
     parser.add_argument("--baseline-ref", default="02d85eb", help="commit to compare the engine with")
-    parser.add_argument("--only", choices=["simulator", "ps", "cell", "compare", "training"], default=None)
+    parser.add_argument("--only", choices=["simulator", "engines", "ps", "cell", "compare", "training"], default=None)
+    parser.add_argument("--engine", choices=["both", "numpy", "compiled"], default="compiled",
+                        help="the engine of the other tables; both: also the table of the two side by side")
+    parser.add_argument("--engine-decisions", type=int, default=800_000, help="decisions per run of that table")
+    parser.add_argument("--threads", type=int, default=2, help="threads of the compiled engine's second column")
     parser.add_argument("--repeats", type=int, default=3, help="runs per side in the comparison (best kept)")
     args = parser.parse_args()
+    use_engine("compiled" if args.engine == "both" else args.engine)
+    if args.only == "engines" or (args.only is None and args.engine == "both"):
+        compile_seconds()
+        engines_table(4096, args.engine_decisions, args.threads)
     if args.only in (None, "simulator"):
         simulator_table(args.sizes, args.decisions)
         accept_all_delays()

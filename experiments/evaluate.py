@@ -27,7 +27,7 @@ from pathlib import Path
 
 from drl_ac import study
 from drl_ac.checkpoint import CheckpointError, finite_json, load_policy
-from drl_ac.cli import HelpFormatter, progress_printer
+from drl_ac.cli import HelpFormatter, engine_flags, progress_printer, use_engine_flags
 from drl_ac.evaluation.metrics import evaluate, format_metrics
 from drl_ac.evaluation.tabular import train_tabular
 from drl_ac.rules import rules_of
@@ -55,7 +55,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--cell-measure", choices=("dropping", "handover_dropping"), default="dropping",
                    help="a cell: the measure the rules keep <= eps")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr while --baselines tunes")
+    engine_flags(p)
     args = p.parse_args(argv)
+    use_engine_flags(args)
     try:
         policy = load_policy(args.checkpoint)
         spec = (load_spec(args.scenario) if args.scenario

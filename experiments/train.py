@@ -15,11 +15,10 @@ OUT/policy.pt2 (torch.export) and OUT/policy.onnx (usable without this project) 
 OUT/metrics.json (strict JSON: null where a value is undefined). A new run refuses to
 overwrite a folder that already holds a run unless --force is given.
 
-Ctrl-C (or SIGTERM) stops at the next step, saves OUT/checkpoint.pt and prints the command
-that resumes the run (exit code 130, SIGTERM 143); a second one stops at once. A run locks
-OUT (.drl_ac.lock): a second run into it is refused. A failure after training still leaves
-OUT/policy.pt. On --resume the run keeps its settings: only --steps, --device and the
-output, evaluation and logging options may differ.
+Ctrl-C (or SIGTERM) stops at the next step, saves OUT/checkpoint.pt and prints the command that resumes
+the run (exit code 130, SIGTERM 143); a second one stops at once. A run locks OUT (.drl_ac.lock): a second
+run into it is refused. A failure after training still leaves OUT/policy.pt. On --resume the run keeps its
+settings: only --steps, --device, --engine and the output, evaluation and logging options may differ.
 """
 
 from __future__ import annotations
@@ -50,13 +49,16 @@ from drl_ac.checkpoint import (
     write_json,
 )
 from drl_ac.cli import (
+    ENGINE_OPTIONS,
     FileProblem,
     HelpFormatter,
     Interrupted,
     Parser,
     StopSignals,
     UsageError,
+    engine_flags,
     progress_printer,
+    use_engine_flags,
 )
 from drl_ac.evaluation.metrics import format_metrics
 from drl_ac.folder_lock import FolderInUse, FolderLock
@@ -90,7 +92,7 @@ RUN_OPTIONS = {"--device": "device", "--threads": "threads", "--calibrate": "cal
                "--confidence": "confidence", "--compare": "compare",
                "--eval-arrivals": "eval_arrivals", "--checkpoint-every": "checkpoint_every",
                "--wandb": "wandb", "--wandb-project": "wandb_project", "--wandb-group": "wandb_group",
-               "--quiet": "quiet"}
+               "--quiet": "quiet"} | ENGINE_OPTIONS
 
 
 def parse_lam(value: str) -> float | str:
@@ -107,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     _training_flags(p, TrainConfig(), LearnerConfig())
     _after_training_flags(p, TrainConfig())
     _output_flags(p)
+    engine_flags(p)
     return p
 
 
@@ -207,9 +210,8 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
 def given_options(argv: list[str] | None) -> set[str]:
     """The argparse dests the user actually typed (as opposed to defaults)."""
     shadow = build_parser()
-    for action in shadow._actions:
-        if action.dest != "help":
-            action.default = argparse.SUPPRESS
+    for action in (a for a in shadow._actions if a.dest != "help"):
+        action.default = argparse.SUPPRESS
     return set(vars(shadow.parse_args(argv)))
 
 
@@ -577,6 +579,7 @@ def main(argv: list[str] | None = None) -> None:
         with stop:
             check_run_options(args)
             torch.set_num_threads(args.threads)
+            use_engine_flags(args)
             run(args, given, stop)
     except Interrupted as exc:
         print(exc, file=sys.stderr)
@@ -584,13 +587,10 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         print(f"interrupted before training started ({stop.name}); nothing was saved.", file=sys.stderr)
         sys.exit(stop.exit_code)
-    except FolderInUse as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(1)
     except (UsageError, SpecError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
-    except (CheckpointError, FileProblem, OSError) as exc:
+    except (FolderInUse, CheckpointError, FileProblem, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)
 

@@ -45,6 +45,7 @@ from drl_ac.folder_lock import FolderLock
 from drl_ac.parallel import run_jobs
 from drl_ac.study.pipeline import Run
 from drl_ac.study.report import commit, report, write_summary
+from envs.compiled import check_engine, use_engine
 from envs import NetworkSpec, SpecError, load_spec
 
 CALIBRATION = {"smoke": 4_000, "quick": 50_000, "full": 200_000}  # arrivals per calibration step, per budget
@@ -126,6 +127,11 @@ class StudyConfig:
     ray: str | None = None
     """Run the loads as Ray tasks: local (a fresh local Ray), auto (RAY_ADDRESS or a running
     local cluster), host:6379 or ray://host:10001; None: local processes."""
+    engine: str = "compiled"
+    """The event loop: compiled (Numba, where the system has one, else NumPy) or numpy (the
+    reference); both give the same trajectory for a seed (envs.compiled)."""
+    sim_threads: int | None = None
+    """Threads of the compiled loop in each process (None: every core; 1 under pytest-xdist)."""
     quiet: bool = False
     """No progress lines."""
 
@@ -165,7 +171,9 @@ class StudyConfig:
                              "cost. Fix: use it with --base rule and --costs holding, or use --targets td.")
         if self.budget not in study.BUDGETS:
             raise ValueError(f"budget (--budget): unknown {self.budget!r}. Fix: use one of {', '.join(study.BUDGETS)}.")
-        for name, flag in (("workers", "--workers"), ("calibration_arrivals", "--calibration-arrivals")):
+        check_engine(self.engine)
+        for name, flag in (("workers", "--workers"), ("calibration_arrivals", "--calibration-arrivals"),
+                           ("sim_threads", "--sim-threads")):
             if getattr(self, name) is not None:
                 _check(getattr(self, name), name, flag, lambda v: isinstance(v, int) and v >= 1, "an integer >= 1",
                        "give a positive number or leave it out")
@@ -407,6 +415,7 @@ def run_study(config: StudyConfig, progress: Say = lambda s: None) -> dict[str, 
     folder, files, verdict and chosen candidate, the loads held in the folder
     (``held_results``: this run's and earlier ones'), the table of study.md over them, the
     study's files and seconds."""
+    use_engine(config.engine, config.sim_threads)  # the processes it spawns inherit it
     out = config.folder()
     out.mkdir(parents=True, exist_ok=True)
     with FolderLock(out):

@@ -39,6 +39,8 @@ from envs.kinds import KINDS as STATION_KINDS
 from envs.kinds.base import StationKind
 
 if TYPE_CHECKING:
+    from envs.compiled import Kernel
+    from envs.engine import Engine
     from envs.observation import ObservationEncoding
     from envs.outcomes import Outcomes
     from envs.spec import NetworkSpec
@@ -207,6 +209,11 @@ class System:
         """The class of the station kind ``kind`` (a station's ``kind:``): the generic kinds of
         ``envs.kinds``; a system with its own kind (a cell) adds it."""
         return STATION_KINDS[kind]
+
+    def kernel(self, eng: Engine) -> Kernel | None:
+        """The compiled event loop of ``eng`` (an object with ``run``, as ``Engine.run``), or
+        None where this system has none for it: the engine then runs its NumPy loop."""
+        return None
 
     @classmethod
     def part(cls, name: str) -> ModuleType:

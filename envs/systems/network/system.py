@@ -20,8 +20,10 @@ import math
 import numpy as np
 
 from envs.errors import SpecError
+from envs.kinds.fcfs import FcfsKind
 from envs.observation import ObservationEncoding
 from envs.systems.base import REJECT, Headline, System, control_headline, control_measures
+from envs.systems.network.kernel import FcfsNetworkKernel
 from envs.systems.network.routing import ProbabilisticRouting
 
 BACKLOG_MARGIN = 32  # see NetworkSystem.hopeless_backlog
@@ -144,6 +146,10 @@ class NetworkSystem(System):
     # ------------------------------------------------------------------ simulation
     def routing(self):
         return ProbabilisticRouting(self.spec)
+
+    def kernel(self, eng):
+        """Compiled where every station is FCFS (a network with processor sharing runs the NumPy loop)."""
+        return FcfsNetworkKernel(eng) if isinstance(eng.single_kind, FcfsKind) else None
 
     def encoding(self, include_in_service: bool = False):
         spec = self.spec

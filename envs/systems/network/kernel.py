@@ -1,0 +1,206 @@
+"""The compiled event loop of a network of FCFS stations (the paper's system).
+
+``Engine.run`` hands its loop here when every station is FCFS (``NetworkSystem.kernel``).
+Each instance runs its events in time order, sequentially, in a thread of its own group
+(``prange``); the NumPy loop runs the k-th event of every instance in one operation. The
+arithmetic per job is the same, in the same order (wait = start - since, wait_sum += wait,
+end = start + service), so both give the same floats, and the exits are handed back in the
+NumPy loop's order (by event round, then instance), so the outcome rows match row for row.
+What may differ is only the raw layout of the FCFS queues' ring buffers (this loop grows
+them a little earlier: before the event that might need room), never their contents.
+
+Two modes, one loop: the real network (waits recorded in the job table, exits collected)
+and a probe (``envs.probe``: one followed job per row, whose start at its last station or
+exit ends the row, and whose starts move the row's horizon).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from envs.compiled import LAUNCH, threads
+from envs.kinds.fcfs import _grow_queues
+from envs.probe import Follow
+
+if TYPE_CHECKING:
+    from envs.engine import Engine
+    from envs.kinds.base import State
+
+RUNNING, DONE, QUEUE_FULL, EXITS_FULL = 0, 1, 2, 3
+
+
+@njit(cache=True, inline="always")
+def _start(r, srv, jid, n, when, next_event, fcfs_job, since, wait_sum, row_job, service, route, wait, probe,
+           follow_job, horizon, departure, follow_wait, N):
+    """Job ``jid`` takes server ``srv`` of station ``n`` of row ``r`` at ``when``."""
+    w = when - since[r, jid]
+    wait_sum[r, jid] += w
+    s = service[row_job, jid, n]
+    end = when + s
+    next_event[r, srv] = end
+    fcfs_job[r, srv] = jid
+    if not probe:
+        wait[row_job, jid, n] = w
+    elif jid == follow_job[r]:
+        horizon[r] += s
+        if route[row_job, jid, n] >= N:  # its departure is fixed now
+            departure[r] = end
+            follow_wait[r] = wait_sum[r, jid]
+            horizon[r] = -np.inf
+
+
+@njit(parallel=True, cache=True)
+def run_rows(next_event, fcfs_job, fcfs_q, fcfs_head, fcfs_len, fcfs_busy, since, wait_sum, inst, horizon,
+             service, route, wait, probe, follow_job, departure, follow_wait, slot_station, first_at, servers_at,
+             status, rounds, exit_jid, exit_n, exit_when, exit_round, exits):
+    """Run every row's events at times <= its horizon. A row stops early with ``status``
+    QUEUE_FULL (a queue may need more room) or EXITS_FULL (its exit buffer is full) before
+    touching its state, so that the caller can make room and call again."""
+    R, E = next_event.shape
+    N = service.shape[2]
+    Q = fcfs_q.shape[2]
+    for r in prange(R):
+        if status[r] == DONE:
+            continue
+        status[r] = DONE
+        row_job = inst[r]
+        while True:
+            when = np.inf
+            srv = -1
+            for j in range(E):  # the earliest event (the first on ties, as NumPy's argmin)
+                if next_event[r, j] < when:
+                    when = next_event[r, j]
+                    srv = j
+            if srv < 0 or when > horizon[r]:
+                break
+            jid = fcfs_job[r, srv]
+            n = slot_station[srv]
+            nxt = route[row_job, jid, n]
+            if nxt < N and fcfs_busy[r, nxt] >= servers_at[nxt] and fcfs_len[r, nxt] >= Q:
+                status[r] = QUEUE_FULL
+                break
+            if nxt >= N and not probe and exits[r] >= exit_jid.shape[1]:
+                status[r] = EXITS_FULL
+                break
+            # the server is free: it takes the queue's head, or the station's last busy server moves in
+            if fcfs_len[r, n] > 0:
+                head = fcfs_head[r, n]
+                nxt_job = fcfs_q[r, n, head]
+                fcfs_head[r, n] = (head + 1) % Q
+                fcfs_len[r, n] -= 1
+                _start(r, srv, nxt_job, n, when, next_event, fcfs_job, since, wait_sum, row_job, service, route,
+                       wait, probe, follow_job, horizon, departure, follow_wait, N)
+            else:
+                left = fcfs_busy[r, n] - 1
+                fcfs_busy[r, n] = left
+                last = first_at[n] + left
+                fcfs_job[r, srv] = fcfs_job[r, last]
+                next_event[r, srv] = next_event[r, last]
+                fcfs_job[r, last] = -1
+                next_event[r, last] = np.inf
+            k = rounds[r]
+            rounds[r] = k + 1
+            if nxt < N:  # on to the next station: a free server, else the queue's tail
+                since[r, jid] = when
+                b = fcfs_busy[r, nxt]
+                if b < servers_at[nxt]:
+                    fcfs_busy[r, nxt] = b + 1
+                    _start(r, first_at[nxt] + b, jid, nxt, when, next_event, fcfs_job, since, wait_sum, row_job,
+                           service, route, wait, probe, follow_job, horizon, departure, follow_wait, N)
+                else:
+                    fcfs_q[r, nxt, (fcfs_head[r, nxt] + fcfs_len[r, nxt]) % Q] = jid
+                    fcfs_len[r, nxt] += 1
+            elif not probe:
+                e = exits[r]
+                exit_jid[r, e] = jid
+                exit_n[r, e] = n
+                exit_when[r, e] = when
+                exit_round[r, e] = k
+                exits[r] = e + 1
+            elif jid == follow_job[r]:
+                departure[r] = when
+                follow_wait[r] = wait_sum[r, jid]
+                break
+
+
+class FcfsNetworkKernel:
+    """``Engine.run`` for a network whose stations are all FCFS, with the spec's routing."""
+
+    def __init__(self, eng: Engine):
+        self.kind = eng.single_kind
+        self.exit_buffers = _exit_buffers(eng.B, 8)  # the real network's, kept between steps (they grow)
+        numba.set_num_threads(min(threads(), numba.config.NUMBA_NUM_THREADS))
+
+    def run(self, eng: Engine, st: State, inst: np.ndarray, horizon: np.ndarray, on_exit) -> None:
+        kind, R = self.kind, st.next_event.shape[0]
+        follow = st.observer if isinstance(st.observer, Follow) else None
+        if follow is None:
+            job, departure, follow_wait = np.empty(0, np.int64), np.empty(0), np.empty(0)
+        else:
+            job, departure, follow_wait = follow.job, follow.departure, follow.wait_sum
+        horizon = np.asarray(horizon, np.float64)
+        status = np.full(R, RUNNING, np.int8)
+        rounds = np.zeros(R, np.int64)
+        exits = np.zeros(R, np.int64)
+        buffers = _exit_buffers(R, 0) if follow is not None else self.exit_buffers
+        while True:
+            with LAUNCH:
+                    run_rows(st.next_event, st.fcfs_job, st.fcfs_q, st.fcfs_head, st.fcfs_len, st.fcfs_busy, st.since,
+                         st.wait_sum, np.asarray(inst, np.int64), horizon, eng.jobs.service, eng.jobs.route,
+                         eng.jobs.wait, follow is not None, job, departure, follow_wait, kind.slot_station,
+                         kind.first_at, kind.servers_at, status, rounds, *buffers, exits)
+            if (status == DONE).all():
+                break
+            if (status == QUEUE_FULL).any():
+                _grow_queues(st)
+            if (status == EXITS_FULL).any():
+                buffers = self.exit_buffers = _grow_exits(buffers)
+            status[status != DONE] = RUNNING
+        if follow is None and exits.any():
+            on_exit(*gather_exits(exits, *buffers))
+
+
+@njit(cache=True)
+def gather_exits(exits, jid, n, when, rnd):
+    """The exits of every row, flat, in the NumPy loop's order: by event round, then row (a
+    counting sort on the round)."""
+    R = exits.size
+    total = 0
+    rounds = 0
+    for r in range(R):
+        total += exits[r]
+        if exits[r]:
+            rounds = max(rounds, rnd[r, exits[r] - 1] + 1)
+    start = np.zeros(rounds + 1, np.int64)
+    for r in range(R):
+        for e in range(exits[r]):
+            start[rnd[r, e] + 1] += 1
+    for k in range(rounds):
+        start[k + 1] += start[k]
+    rows = np.empty(total, np.int64)
+    out_jid = np.empty(total, np.int64)
+    out_n = np.empty(total, np.int64)
+    out_when = np.empty(total)
+    for r in range(R):  # rows ascending: within a round, in row order
+        for e in range(exits[r]):
+            i = start[rnd[r, e]]
+            start[rnd[r, e]] += 1
+            rows[i], out_jid[i], out_n[i], out_when[i] = r, jid[r, e], n[r, e], when[r, e]
+    return rows, out_jid, out_n, out_when
+
+
+def _exit_buffers(rows: int, width: int) -> tuple[np.ndarray, ...]:
+    return (np.zeros((rows, width), np.int64), np.zeros((rows, width), np.int64), np.zeros((rows, width)),
+            np.zeros((rows, width), np.int64))
+
+
+def _grow_exits(buffers: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    rows, width = buffers[0].shape
+    grown = _exit_buffers(rows, 2 * width)
+    for old, new in zip(buffers, grown, strict=True):
+        new[:, :width] = old
+    return grown

@@ -1,0 +1,132 @@
+"""The compiled event loop against the NumPy one (the reference): same seed, same trajectory.
+
+Both engines step the same spec with the same actions; every observation, every column of
+every outcome row, the holding areas and the state the future depends on must be equal, bit
+for bit (the arithmetic per job is the same, in the same order), on every packaged FCFS
+network and on random feed-forward networks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from envs import Engine, NetworkSpec, load_spec
+from envs.compiled import ENGINE_VAR, default_engine, use_engine
+from envs.outcomes import Outcomes
+from envs.systems.network.kernel import _exit_buffers
+
+FCFS_NETWORKS = ["paper_tandem", "paper_acyclic", "tandem", "acyclic", "mmc_c1", "mmc_c3", "mmc_c5_overload"]
+
+
+def queues(eng: Engine) -> list[list[list[int]]]:
+    """The FCFS queues' contents, head first (their ring buffers' raw layout may differ)."""
+    st = eng.state
+    q = st.fcfs_q.shape[2]
+    return [[[int(st.fcfs_q[r, n, (st.fcfs_head[r, n] + i) % q]) for i in range(st.fcfs_len[r, n])]
+             for n in range(st.fcfs_len.shape[1])] for r in range(eng.B)]
+
+
+def assert_same_state(a: Engine, b: Engine) -> None:
+    for name in ("next_event", "fcfs_job", "fcfs_busy", "fcfs_len", "since", "wait_sum"):
+        np.testing.assert_array_equal(getattr(a.state, name), getattr(b.state, name), err_msg=name)
+    assert queues(a) == queues(b)
+    for name in a.jobs.names():
+        np.testing.assert_array_equal(getattr(a.jobs, name), getattr(b.jobs, name), err_msg=f"jobs.{name}")
+    np.testing.assert_array_equal(a.now, b.now)
+
+
+def assert_same_outcomes(a: Outcomes, b: Outcomes) -> None:
+    for name, value in vars(a).items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(value, getattr(b, name), err_msg=f"outcomes.{name}")
+
+
+def run_both(spec: NetworkSpec, num_envs: int, steps: int, seed: int, action_seed: int, **options
+             ) -> tuple[Engine, Engine, int]:
+    """Step both engines on the same random actions; returns them and the outcome rows seen."""
+    engines = [Engine(spec, num_envs, seed=seed, engine=name, **options) for name in ("numpy", "compiled")]
+    assert [e.engine for e in engines] == ["numpy", "compiled"]
+    rng = np.random.default_rng(action_seed)
+    rows = 0
+    for _ in range(steps):
+        obs = [e.observe(include_in_service=True) for e in engines]
+        np.testing.assert_array_equal(*obs)
+        action = rng.integers(0, len(spec.actions), num_envs)
+        done = [e.step(action) for e in engines]
+        assert_same_outcomes(*done)
+        np.testing.assert_array_equal(engines[0].holding, engines[1].holding)
+        rows += done[0].env.size
+    assert_same_state(*engines)
+    assert_same_outcomes(*(e.counterfactual(np.arange(0, num_envs, 2)) for e in engines))
+    assert_same_outcomes(*(e.drain() for e in engines))
+    return engines[0], engines[1], rows
+
+
+@pytest.mark.parametrize("name", FCFS_NETWORKS)
+def test_every_packaged_fcfs_network_runs_the_same_in_both_engines(name):
+    _, _, rows = run_both(load_spec(name), 32, 200, seed=5, action_seed=6)
+    assert rows > 32 * 100  # rejections' probes and departures were compared
+
+
+def test_the_exact_counterfactual_and_growing_buffers_are_the_same_in_both_engines():
+    spec = load_spec("mmc_c5_overload")  # accepting most jobs overloads it: the queues outgrow 16 places
+    numpy, compiled = (Engine(spec, 8, seed=1, engine=e, exact_counterfactual=True) for e in ("numpy", "compiled"))
+    compiled.kernel.exit_buffers = _exit_buffers(8, 1)  # one exit per row and call: the buffers must grow
+    for _ in range(400):
+        action = (numpy.observe().sum(1) < 40).astype(np.int64)
+        assert_same_outcomes(numpy.step(action), compiled.step(action))
+    assert compiled.state.fcfs_q.shape[2] > 16 and compiled.kernel.exit_buffers[0].shape[1] > 1
+    assert_same_state(numpy, compiled)
+
+
+@st.composite
+def feed_forward_networks(draw) -> NetworkSpec:
+    """A random acyclic network: stations in topological order, each routing forward or out."""
+    n = draw(st.integers(1, 5))
+    laws = [{"dist": "exponential", "mean": 1.0}, {"dist": "deterministic", "mean": 0.8},
+            {"dist": "gamma", "mean": 1.2, "scv": 0.5}, {"dist": "lognormal", "mean": 0.7, "scv": 2.0}]
+    names = [f"s{i}" for i in range(n)]
+    stations = [{"name": names[i], "servers": draw(st.integers(1, 3)), "service": draw(st.sampled_from(laws))}
+                for i in range(n)]
+    routing = {}
+    for i in range(n):
+        targets = names[i + 1:] + ["exit"]
+        weights = draw(st.lists(st.integers(0, 3), min_size=len(targets), max_size=len(targets)))
+        weights[-1] += 1 if sum(weights) == 0 else 0
+        routing[names[i]] = {t: w / sum(weights) for t, w in zip(targets, weights, strict=True) if w}
+    entry_weights = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    entry_weights[0] += 1 if sum(entry_weights) == 0 else 0
+    entry = {names[i]: w / sum(entry_weights) for i, w in enumerate(entry_weights) if w}
+    cfg = {"name": "random", "arrival": {"dist": draw(st.sampled_from(["exponential", "gamma"])),
+                                         "rate": draw(st.floats(0.2, 1.5)), "scv": 0.6},
+           "stations": stations, "entry": entry, "routing": routing, "d_ub": draw(st.floats(1.0, 10.0)),
+           "eps": 0.1, "delay": draw(st.sampled_from(["sojourn", "paper"])), "actions": ["reject", "accept"]}
+    if cfg["arrival"]["dist"] == "exponential":
+        del cfg["arrival"]["scv"]
+    return NetworkSpec.from_dict(cfg)
+
+
+@settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=feed_forward_networks(), seed=st.integers(0, 2**16))
+def test_random_feed_forward_networks_run_the_same_in_both_engines(spec, seed):
+    run_both(spec, 6, 60, seed=seed, action_seed=seed + 1)
+
+
+def test_a_network_with_processor_sharing_runs_the_numpy_loop():
+    spec = NetworkSpec.from_dict({
+        "arrival": {"dist": "poisson", "rate": 0.5}, "d_ub": 5, "eps": 0.1,
+        "stations": [{"name": "a", "service": {"dist": "exponential", "mean": 1.0}, "kind": "ps"}],
+        "entry": "a", "routing": {"a": "exit"}})
+    assert Engine(spec, 2, seed=0, engine="compiled").engine == "numpy"
+
+
+def test_the_engine_setting(monkeypatch):
+    monkeypatch.delenv(ENGINE_VAR, raising=False)
+    assert default_engine() == "compiled"
+    use_engine("numpy")  # what --engine numpy does; spawned workers inherit it
+    assert Engine(load_spec("paper_tandem"), 2, seed=0).engine == "numpy"
+    with pytest.raises(ValueError, match="engine: unknown engine 'fast'. Fix: use one of numpy, compiled"):
+        Engine(load_spec("paper_tandem"), 2, seed=0, engine="fast")
