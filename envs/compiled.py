@@ -26,10 +26,12 @@ if TYPE_CHECKING:
 
     from envs.engine import Engine
     from envs.kinds.base import State
+    from envs.outcomes import Outcomes
 
-# GNU OpenMP (Numba's default layer here) aborts a process that forks after using it (gymnasium's
-# AsyncVectorEnv, a fork-started pool): take a fork-safe layer unless the user chose one. The
-# workqueue layer it may fall back on must not be entered by two threads at once: ``LAUNCH``.
+# GNU OpenMP (Numba's default layer on Linux without TBB) aborts a process that forks after using
+# it (gymnasium's AsyncVectorEnv, a fork-started pool): take a fork-safe layer unless the user chose
+# one: TBB (a dependency where it has wheels), else the workqueue, which is half as fast on two
+# threads and must not be entered by two threads at once (``LAUNCH``).
 if "NUMBA_THREADING_LAYER" not in os.environ:
     numba.config.THREADING_LAYER = "forksafe"
 LAUNCH = threading.Lock()
@@ -77,3 +79,11 @@ class Kernel(Protocol):
 
     def run(self, eng: Engine, st: State, inst: np.ndarray, horizon: np.ndarray, on_exit: Callable) -> None:
         """Process, per row and in time order, every event at time <= horizon (see ``Engine.run``)."""
+
+    def arrive(self, eng: Engine, st: State, inst: np.ndarray, rows: np.ndarray, jid: np.ndarray, n: np.ndarray,
+               when: np.ndarray) -> None:
+        """Place jobs arriving at stations ``n`` (see ``Engine.arrive``)."""
+
+    def departures(self, eng: Engine, rows: np.ndarray, jid: np.ndarray, n: np.ndarray, when: np.ndarray
+                   ) -> Outcomes:
+        """The outcome rows of the jobs that left the real network, their slots freed (``Engine._departures``)."""

@@ -306,6 +306,9 @@ class Engine:
                 st.cancelled_started.reshape(-1)[fk] += started
 
     def arrive(self, st: State, inst, rows, jid, n, when) -> None:
+        if self.kernel is not None:
+            self.kernel.arrive(self, st, inst, rows, jid, n, when)
+            return
         if self.single_kind is not None:
             self.single_kind.arrive(self, st, inst, rows, jid, n, when)
             return
@@ -436,6 +439,8 @@ class Engine:
         rows, jid, n, when = (np.concatenate(col) for col in zip(*exits, strict=True))
         if self.routing.reports:  # the system's own rows (a cell: success = not dropped)
             return self.routing.departures(self, rows, jid, n, when)
+        if self.kernel is not None:
+            return self.kernel.departures(self, rows, jid, n, when)
         jobs, N = self.jobs, self.N
         K = jobs.capacity
         fk = rows * K + jid

@@ -24,6 +24,7 @@ from numba import njit, prange
 
 from envs.compiled import LAUNCH, threads
 from envs.kinds.fcfs import _grow_queues
+from envs.outcomes import Outcomes
 from envs.probe import Follow
 
 if TYPE_CHECKING:
@@ -127,6 +128,55 @@ def run_rows(next_event, fcfs_job, fcfs_q, fcfs_head, fcfs_len, fcfs_busy, since
                 break
 
 
+@njit(cache=True)
+def arrive_rows(rows, jid, n, when, next_event, fcfs_job, fcfs_q, fcfs_head, fcfs_len, fcfs_busy, since, wait_sum,
+                inst, service, route, wait, probe, follow_job, horizon, departure, follow_wait, first_at, servers_at):
+    """Jobs ``jid`` (one per row, rows distinct) arrive at stations ``n``: a free server, else
+    the queue's tail. Returns False, having changed nothing, where a queue has no room left."""
+    Q = fcfs_q.shape[2]
+    N = service.shape[2]
+    for i in range(rows.size):
+        r, m = rows[i], n[i]
+        if fcfs_busy[r, m] >= servers_at[m] and fcfs_len[r, m] >= Q:
+            return False
+    for i in range(rows.size):
+        r, j, m = rows[i], jid[i], n[i]
+        since[r, j] = when[i]
+        b = fcfs_busy[r, m]
+        if b < servers_at[m]:
+            fcfs_busy[r, m] = b + 1
+            _start(r, first_at[m] + b, j, m, when[i], next_event, fcfs_job, since, wait_sum, inst[r], service, route,
+                   wait, probe, follow_job, horizon, departure, follow_wait, N)
+        else:
+            fcfs_q[r, m, (fcfs_head[r, m] + fcfs_len[r, m]) % Q] = j
+            fcfs_len[r, m] += 1
+    return True
+
+
+@njit(cache=True)
+def departure_rows(rows, jid, n, when, arrival_time, service, wait, wait_sum, job_class, step, action, live, free,
+                   free_count, paper):
+    """The outcome columns of the jobs that left (as ``Engine._departures``), and their slots
+    freed in the order they left (as ``SlotTable.release``)."""
+    R, N = rows.size, service.shape[2]
+    arrived, sojourn, delay = np.empty(R), np.empty(R), np.empty(R)
+    served, waited = np.empty((R, N)), np.empty((R, N))
+    cls, stp, act = np.empty(R, np.int64), np.empty(R, np.int64), np.empty(R, np.int64)
+    for i in range(R):
+        r, j = rows[i], jid[i]
+        arrived[i] = arrival_time[r, j]
+        sojourn[i] = when[i] - arrived[i]
+        for m in range(N):
+            served[i, m] = service[r, j, m]
+            waited[i, m] = wait[r, j, m]
+        delay[i] = wait_sum[r, j] + served[i, n[i]] if paper else sojourn[i]
+        cls[i], stp[i], act[i] = job_class[r, j], step[r, j], action[r, j]
+        live[r, j] = False
+        free[r, free_count[r]] = j
+        free_count[r] += 1
+    return arrived, sojourn, delay, served, waited, cls, stp, act
+
+
 class FcfsNetworkKernel:
     """``Engine.run`` for a network whose stations are all FCFS, with the spec's routing."""
 
@@ -135,23 +185,41 @@ class FcfsNetworkKernel:
         self.exit_buffers = _exit_buffers(eng.B, 8)  # the real network's, kept between steps (they grow)
         numba.set_num_threads(min(threads(), numba.config.NUMBA_NUM_THREADS))
 
+    def arrive(self, eng: Engine, st: State, inst: np.ndarray, rows: np.ndarray, jid: np.ndarray, n: np.ndarray,
+               when: np.ndarray) -> None:
+        """As ``FcfsKind.arrive`` (``Engine.arrive``), for rows that each get one job."""
+        follow, job, horizon, departure, follow_wait = _observer(st)
+        kind = self.kind
+        while not arrive_rows(rows, jid, n, when, st.next_event, st.fcfs_job, st.fcfs_q, st.fcfs_head, st.fcfs_len,
+                              st.fcfs_busy, st.since, st.wait_sum, inst, eng.jobs.service, eng.jobs.route,
+                              eng.jobs.wait, follow, job, horizon, departure, follow_wait, kind.first_at,
+                              kind.servers_at):
+            _grow_queues(st)
+
+    def departures(self, eng: Engine, rows: np.ndarray, jid: np.ndarray, n: np.ndarray, when: np.ndarray
+                   ) -> Outcomes:
+        """As ``Engine._departures``: the outcome rows of the jobs that left, their slots freed."""
+        jobs = eng.jobs
+        arrived, sojourn, delay, service, wait, cls, step, action = departure_rows(
+            rows, jid, n, when, jobs.arrival_time, jobs.service, jobs.wait, eng.state.wait_sum, jobs.job_class,
+            jobs.step, jobs.action, jobs.live, jobs.free, jobs.free_count, eng.spec.delay == "paper")
+        served = np.where(np.isnan(wait), np.nan, service)
+        return Outcomes(rows, step, action, np.ones(rows.size, bool), delay < eng.d_ub[cls], delay, sojourn, arrived,
+                        when, cls, np.nansum(served, 1), np.ones(rows.size, np.int64), wait, served)
+
     def run(self, eng: Engine, st: State, inst: np.ndarray, horizon: np.ndarray, on_exit) -> None:
         kind, R = self.kind, st.next_event.shape[0]
-        follow = st.observer if isinstance(st.observer, Follow) else None
-        if follow is None:
-            job, departure, follow_wait = np.empty(0, np.int64), np.empty(0), np.empty(0)
-        else:
-            job, departure, follow_wait = follow.job, follow.departure, follow.wait_sum
+        follow, job, _, departure, follow_wait = _observer(st)
         horizon = np.asarray(horizon, np.float64)
         status = np.full(R, RUNNING, np.int8)
         rounds = np.zeros(R, np.int64)
         exits = np.zeros(R, np.int64)
-        buffers = _exit_buffers(R, 0) if follow is not None else self.exit_buffers
+        buffers = _exit_buffers(R, 0) if follow else self.exit_buffers
         while True:
             with LAUNCH:
                     run_rows(st.next_event, st.fcfs_job, st.fcfs_q, st.fcfs_head, st.fcfs_len, st.fcfs_busy, st.since,
                          st.wait_sum, np.asarray(inst, np.int64), horizon, eng.jobs.service, eng.jobs.route,
-                         eng.jobs.wait, follow is not None, job, departure, follow_wait, kind.slot_station,
+                         eng.jobs.wait, follow, job, departure, follow_wait, kind.slot_station,
                          kind.first_at, kind.servers_at, status, rounds, *buffers, exits)
             if (status == DONE).all():
                 break
@@ -160,7 +228,7 @@ class FcfsNetworkKernel:
             if (status == EXITS_FULL).any():
                 buffers = self.exit_buffers = _grow_exits(buffers)
             status[status != DONE] = RUNNING
-        if follow is None and exits.any():
+        if not follow and exits.any():
             on_exit(*gather_exits(exits, *buffers))
 
 
@@ -191,6 +259,17 @@ def gather_exits(exits, jid, n, when, rnd):
             start[rnd[r, e]] += 1
             rows[i], out_jid[i], out_n[i], out_when[i] = r, jid[r, e], n[r, e], when[r, e]
     return rows, out_jid, out_n, out_when
+
+
+def _observer(st: State) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(is a probe, its followed jobs, horizon, departure and wait_sum per row): what the
+    compiled loop does in place of the state's observer (``envs.probe.Follow`` or the real
+    network's ``RecordWaits``)."""
+    follow = st.observer
+    if isinstance(follow, Follow):
+        return True, follow.job, follow.horizon, follow.departure, follow.wait_sum
+    empty = np.empty(0)
+    return False, np.empty(0, np.int64), empty, empty, empty
 
 
 def _exit_buffers(rows: int, width: int) -> tuple[np.ndarray, ...]:

@@ -8,13 +8,17 @@ network and on random feed-forward networks.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from envs import Engine, NetworkSpec, load_spec
-from envs.compiled import ENGINE_VAR, default_engine, use_engine
+from envs.compiled import ENGINE_VAR, THREADS_VAR, default_engine, use_engine
 from envs.outcomes import Outcomes
 from envs.systems.network.kernel import _exit_buffers
 
@@ -130,3 +134,17 @@ def test_the_engine_setting(monkeypatch):
     assert Engine(load_spec("paper_tandem"), 2, seed=0).engine == "numpy"
     with pytest.raises(ValueError, match="engine: unknown engine 'fast'. Fix: use one of numpy, compiled"):
         Engine(load_spec("paper_tandem"), 2, seed=0, engine="fast")
+
+
+def test_a_process_may_fork_after_running_the_compiled_loop_on_two_threads():
+    """GNU OpenMP, Numba's default threading layer on Linux, aborts a child forked after a
+    parallel run (gymnasium's AsyncVectorEnv forks): envs.compiled picks a fork-safe layer."""
+    script = ("import os, numpy as np\nfrom envs import Engine, load_spec\n"
+              "def run():\n    e = Engine(load_spec('paper_tandem'), 64, seed=0, engine='compiled')\n"
+              "    for _ in range(50): e.step(np.ones(64, np.int64))\n"
+              "run()\npid = os.fork()\nif pid == 0:\n    run()\n    os._exit(0)\n"
+              "_, status = os.waitpid(pid, 0)\nprint('child', os.waitstatus_to_exitcode(status))\n")
+    env = {**os.environ, THREADS_VAR: "2"}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "child 0" in out.stdout, out.stderr[-2000:]
