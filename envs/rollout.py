@@ -18,6 +18,12 @@ from envs.driver import Driver
 from envs.outcomes import Outcomes
 
 Policy = Callable[[np.ndarray], np.ndarray]
+# A warm-up spans at least this many relaxation times (``relaxation_batches``): what is left of
+# the empty start then biases a window at least as long by about e^-5 / 5 (0.1%) of the mean.
+WARMUP_RELAXATIONS = 5.0
+# Fewer batches cannot measure a relaxation time: the warm-up is then the MSER cut alone (the
+# smoke budgets' runs of 4 batches, which check the wiring and decide nothing).
+MIN_RELAXATION_BATCHES = 8
 
 
 def accept_all(obs: np.ndarray) -> np.ndarray:
@@ -62,16 +68,45 @@ def mser_cut(series: np.ndarray) -> int:
     return cut
 
 
+def relaxation_batches(levels: np.ndarray) -> float:
+    """The relaxation time of the number in system, in batches, from levels (batches,
+    instances): its integrated autocorrelation time 1/2 + sum_k rho_k (t where the
+    autocorrelation is e^(-k/t)), summed up to the first lag k >= 10 times it (Sokal's window).
+    The instances are independent copies: each batch's level is centred on the mean over
+    instances of that batch, which holds any common drift (a transient) and no instance's own
+    slow swings. Centred on each instance's own mean instead, it read several times too short
+    on windows not much longer than itself (redundancy d = 1 at load 0.9: 4 batches on a window
+    of 88, where long runs measure about 60); this way it grows with the window until the
+    window is several times longer than it, so a run too short reads as such."""
+    x = levels - levels.mean(1, keepdims=True)
+    var = float((x * x).mean())
+    if var == 0.0:
+        return 0.0
+    tau = 0.5
+    for k in range(1, x.shape[0] // 2):
+        tau += float((x[k:] * x[:-k]).mean()) / var
+        if k >= 10.0 * tau:
+            break
+    return max(tau, 0.0)
+
+
 def settled(levels: np.ndarray, z: float = 3.0) -> tuple[int, bool]:
-    """(MSER cut, stationary?) of batch levels (batches, instances) of the number in system:
-    stationary when the cut lies in the first half of the run and what follows it has no
-    trend (its first and second halves within ``z`` standard errors over instances)."""
+    """(warm-up, stationary?) of batch levels (batches, instances) of the number in system.
+
+    The warm-up is the MSER cut, and at least ``WARMUP_RELAXATIONS`` relaxation times
+    (``relaxation_batches`` of what follows the cut; from ``MIN_RELAXATION_BATCHES`` batches): the MSER cut alone, on a noisy series at
+    high load, often ended inside the transient from the empty start, and every mean read low
+    (redundancy d = 1 at load 0.9: 9.29 for an exact 10). Stationary when the warm-up lies in
+    the first half of the run and what follows it has no trend (its first and second halves
+    within ``z`` standard errors over instances)."""
     n = levels.shape[0]
     cut = mser_cut(levels.mean(1))
+    if n >= MIN_RELAXATION_BATCHES:
+        cut = max(cut, math.ceil(WARMUP_RELAXATIONS * relaxation_batches(levels[cut:])))
     rest = levels[cut:]
     half = rest.shape[0] // 2
     if cut >= n // 2 or half == 0:
-        return cut, False
+        return min(cut, n // 2), False
     diff = rest[half:2 * half].mean(0) - rest[:half].mean(0)
     se = diff.std(ddof=1) / math.sqrt(diff.size) if diff.size > 1 else math.inf
     return cut, abs(float(diff.mean())) <= z * se

@@ -307,7 +307,7 @@ def minimal_rate(num_envs: int, decisions: int) -> float:
         if step == 100:
             t0 = time.perf_counter()
         service = np.stack([st.service.sample(rng, B) for st in spec.stations], axis=1)
-        horizon = now + arrival.sample(rng, B)
+        horizon = arrival.next_after(rng, now)
         _minimal_tandem(now, horizon, service, end, job, queue, head, length, busy, first, servers, free, nfree,
                         job_service)
         now = horizon

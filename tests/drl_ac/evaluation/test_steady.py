@@ -134,3 +134,17 @@ def test_redundancy_d1_at_load_09_reads_10():
     assert m["stationary"]
     assert abs(m["mean_delay"] - 10.0) < 0.02 * 10.0, m
     assert not math.isnan(m["rel_se"]) and m["rel_se"] <= 0.011
+
+
+def test_a_run_too_short_for_its_load_gives_no_interval_and_no_verdict():
+    """Redundancy d = 1 at load 0.9 relaxes over about 600 time units (5,000 decisions): a run of
+    4,000 decisions per instance is no steady state. Its row says so and carries no interval,
+    and a comparison with it has no verdict."""
+    from drl_ac.study.compare import judge, table_cell
+    spec = redundancy_at(9.0)
+    m = steady_state(d1, spec, seed=2, num_envs=32, min_steps=2_000, max_steps=4_000)
+    assert not m["stationary"]
+    row = {**m, "stability": {"verdict": "stable"}, "not_stationary": "no steady state within 4,000 decisions"}
+    assert table_cell(row, spec).endswith("NOT stationary: no interval") and "[" not in table_cell(row, spec)
+    verdict = judge(spec, row, {"d = 1": {**row, "stationary": True}})
+    assert verdict.outcome == "undecided" and verdict.difference is None

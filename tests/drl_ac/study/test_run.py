@@ -127,9 +127,11 @@ def test_choice_skips_the_unstable_the_drifting_and_the_infeasible(monkeypatch):
 
 @pytest.fixture(scope="module")
 def two_loads(tmp_path_factory):
-    """A smoke study at loads 0.5 and 0.9 in two spawned processes."""
+    """A smoke study at loads 0.5 and 0.9 in two spawned processes (seed 2: at load 0.5 a rule
+    that can guard is stationary in the smoke budget's short tuning runs, so the learner learns
+    its values; that is chance at this budget, seed 0 has none)."""
     out = tmp_path_factory.mktemp("study")
-    return run.run_study(run.StudyConfig(**TINY, loads=(0.5, 0.9), workers=2, out=out)), out
+    return run.run_study(run.StudyConfig(**TINY, seed=2, loads=(0.5, 0.9), workers=2, out=out)), out
 
 
 def test_a_smoke_study_writes_every_file_it_says(two_loads):
@@ -173,8 +175,17 @@ def test_the_chosen_candidate_was_chosen_on_the_validation_seed(two_loads):
                                                                                comparison["validation"]]
     torch.set_num_threads(1)
     spec = run.at_load(load_spec("redundancy_ps"), 0.5)
-    again = steady_state(LoadedPolicy(section), spec, seed=VALIDATION, **study.BUDGETS["smoke"]["evaluation"])
+    seed = run.load_seed(2, 0.5) + VALIDATION  # the load's own seed
+    again = steady_state(LoadedPolicy(section), spec, seed=seed, **study.BUDGETS["smoke"]["evaluation"])
     assert again["mean_delay"] == chosen[0]["mean_delay"]  # its recorded score: that seed's run
+
+
+def test_each_load_has_its_own_seeds_far_from_the_others():
+    seeds = [run.load_seed(3, load) for load in (0.3, 0.5, 0.7, 0.9, 0.95)]
+    assert run.load_seed(3, None) == 3 and len(set(seeds)) == 5
+    offsets = (0, study.TUNING, study.VALIDATION, study.EVALUATION)
+    used = sorted(s + o for s in seeds for o in offsets)
+    assert min(np.diff(used)) > 0  # no seed of one load is a seed of another
 
 
 def numbers(comparison: dict) -> dict:
@@ -188,7 +199,7 @@ def test_same_seed_same_numbers_in_this_process_and_in_two(two_loads, tmp_path):
 
     _, out = two_loads
     shutil.copytree(out / "load-0.9", tmp_path / "load-0.9")  # an earlier run's load
-    result = run.run_study(run.StudyConfig(**TINY, loads=(0.5,), workers=1, out=tmp_path))
+    result = run.run_study(run.StudyConfig(**TINY, seed=2, loads=(0.5,), workers=1, out=tmp_path))
     table = (tmp_path / "study.md").read_text()
     assert table.index("| 0.5 |") < table.index("| 0.9 |") and "of 2 load(s)" in table
     assert table.count("`python experiments/study.py") == 2 and "--loads 0.5 0.9" in table  # each row's command

@@ -1,0 +1,71 @@
+"""Coverage of the steady-state intervals on exact cases (slow: 40 independent runs a case).
+
+For each case, the 95% interval of ``steady_state`` must cover the exact value in at least 90%
+of 40 seeds, and the mean of the 40 estimates must lie within 2 of its standard errors of it:
+a low bias (the old warm-up read redundancy d = 1 at load 0.9 as 9.2 for an exact 10) fails the
+second check long before the first. A run that reaches no steady state gives no interval,
+which counts as a miss.
+
+    python -m pytest -m slow tests/drl_ac/evaluation/test_coverage.py
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import yaml
+
+from drl_ac.evaluation.steady import steady_state
+from envs import NetworkSpec
+from envs.queueing import mg1_ps_mean_sojourn, mmc_mean_sojourn
+from envs.rollout import accept_all
+from envs.spec import SCENARIO_DIR
+
+SEEDS = 40
+OPTIONS = {"num_envs": 128, "min_steps": 2_000, "max_steps": 32_000, "rel_se": 0.01}
+
+
+def fcfs(stations: int, servers: int, rho: float) -> NetworkSpec:
+    """A tandem of ``stations`` M/M/``servers`` stations at load ``rho`` (exponential service, mean 1)."""
+    names = [f"s{i}" for i in range(stations)]
+    return NetworkSpec.from_dict({
+        "name": "exact", "arrival": {"dist": "exponential", "rate": rho * servers}, "d_ub": 10, "eps": 0.1,
+        "stations": [{"name": n, "servers": servers, "service": {"dist": "exponential", "mean": 1.0}} for n in names],
+        "entry": names[0], "routing": {n: (names[i + 1] if i + 1 < stations else "exit") for i, n in enumerate(names)},
+        "delay": "sojourn"})
+
+
+def redundancy_d1(load: float) -> NetworkSpec:
+    cfg = yaml.safe_load((SCENARIO_DIR / "redundancy_ps.yaml").read_text())
+    cfg["arrival"] = {"dist": "exponential", "rate": 10 * load}
+    return NetworkSpec.from_dict(cfg)
+
+
+def first_action(obs: np.ndarray) -> np.ndarray:
+    return np.zeros(obs.shape[0], np.int64)  # redundancy: d = 1, one copy on a random server
+
+
+CASES = {  # name: (spec, policy, exact mean response time)
+    "M/M/1 rho 0.95": (fcfs(1, 1, 0.95), accept_all, mmc_mean_sojourn(1, 0.95, 1.0)),
+    "M/M/3 rho 0.95 (Erlang C)": (fcfs(1, 3, 0.95), accept_all, mmc_mean_sojourn(3, 2.85, 1.0)),
+    "M/M/1 tandem rho 0.9": (fcfs(2, 1, 0.9), accept_all, 2 * mmc_mean_sojourn(1, 0.9, 1.0)),
+    "redundancy d = 1, load 0.5": (redundancy_d1(0.5), first_action, mg1_ps_mean_sojourn(0.5, 1.0)),
+    "redundancy d = 1, load 0.7": (redundancy_d1(0.7), first_action, mg1_ps_mean_sojourn(0.7, 1.0)),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_intervals_cover_the_exact_mean_response(case):
+    spec, policy, exact = CASES[case]
+    estimates, covered = [], 0
+    for seed in range(SEEDS):
+        m = steady_state(policy, spec, seed=1_000 + seed, **OPTIONS)
+        lo, hi = m["mean_delay_ci"]
+        covered += bool(m["stationary"] and lo <= exact <= hi)
+        estimates.append(m["mean_delay"])
+    mean, se = float(np.mean(estimates)), float(np.std(estimates, ddof=1) / math.sqrt(SEEDS))
+    assert covered >= 0.9 * SEEDS, (case, covered, mean, exact)
+    assert abs(mean - exact) <= 2 * se, (case, mean, se, exact)
