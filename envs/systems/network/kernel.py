@@ -208,6 +208,8 @@ class FcfsNetworkKernel:
                         when, cls, np.nansum(served, 1), np.ones(rows.size, np.int64), wait, served)
 
     def run(self, eng: Engine, st: State, inst: np.ndarray, horizon: np.ndarray, on_exit) -> None:
+        """As ``Engine.run``: every row's events up to its horizon; the real network's exits go to
+        ``on_exit`` at the end, in one call (a probe's observer is told its job's fate instead)."""
         kind, R = self.kind, st.next_event.shape[0]
         follow, job, _, departure, follow_wait = _observer(st)
         horizon = np.asarray(horizon, np.float64)
@@ -217,7 +219,7 @@ class FcfsNetworkKernel:
         buffers = _exit_buffers(R, 0) if follow else self.exit_buffers
         while True:
             with LAUNCH:
-                    run_rows(st.next_event, st.fcfs_job, st.fcfs_q, st.fcfs_head, st.fcfs_len, st.fcfs_busy, st.since,
+                run_rows(st.next_event, st.fcfs_job, st.fcfs_q, st.fcfs_head, st.fcfs_len, st.fcfs_busy, st.since,
                          st.wait_sum, np.asarray(inst, np.int64), horizon, eng.jobs.service, eng.jobs.route,
                          eng.jobs.wait, follow, job, departure, follow_wait, kind.slot_station,
                          kind.first_at, kind.servers_at, status, rounds, *buffers, exits)
