@@ -54,6 +54,22 @@ def _start(r, srv, jid, n, when, next_event, fcfs_job, since, wait_sum, row_job,
             horizon[r] = -np.inf
 
 
+@njit(cache=True, inline="always")
+def _place(r, jid, n, when, next_event, fcfs_job, fcfs_q, fcfs_head, fcfs_len, fcfs_busy, since, wait_sum, row_job,
+           service, route, wait, probe, follow_job, horizon, departure, follow_wait, first_at, servers_at):
+    """Job ``jid`` arrives at station ``n`` of row ``r``: a free server, else the queue's tail."""
+    since[r, jid] = when
+    b = fcfs_busy[r, n]
+    if b < servers_at[n]:
+        fcfs_busy[r, n] = b + 1
+        _start(r, first_at[n] + b, jid, n, when, next_event, fcfs_job, since, wait_sum, row_job, service, route,
+               wait, probe, follow_job, horizon, departure, follow_wait, service.shape[2])
+    else:
+        Q = fcfs_q.shape[2]
+        fcfs_q[r, n, (fcfs_head[r, n] + fcfs_len[r, n]) % Q] = jid
+        fcfs_len[r, n] += 1
+
+
 @njit(parallel=True, cache=True)
 def run_rows(next_event, fcfs_job, fcfs_q, fcfs_head, fcfs_len, fcfs_busy, since, wait_sum, inst, horizon,
              service, route, wait, probe, follow_job, departure, follow_wait, slot_station, first_at, servers_at,
@@ -106,15 +122,9 @@ def run_rows(next_event, fcfs_job, fcfs_q, fcfs_head, fcfs_len, fcfs_busy, since
             k = rounds[r]
             rounds[r] = k + 1
             if nxt < N:  # on to the next station: a free server, else the queue's tail
-                since[r, jid] = when
-                b = fcfs_busy[r, nxt]
-                if b < servers_at[nxt]:
-                    fcfs_busy[r, nxt] = b + 1
-                    _start(r, first_at[nxt] + b, jid, nxt, when, next_event, fcfs_job, since, wait_sum, row_job,
-                           service, route, wait, probe, follow_job, horizon, departure, follow_wait, N)
-                else:
-                    fcfs_q[r, nxt, (fcfs_head[r, nxt] + fcfs_len[r, nxt]) % Q] = jid
-                    fcfs_len[r, nxt] += 1
+                _place(r, jid, nxt, when, next_event, fcfs_job, fcfs_q, fcfs_head, fcfs_len, fcfs_busy, since,
+                       wait_sum, row_job, service, route, wait, probe, follow_job, horizon, departure, follow_wait,
+                       first_at, servers_at)
             elif not probe:
                 e = exits[r]
                 exit_jid[r, e] = jid
@@ -134,22 +144,14 @@ def arrive_rows(rows, jid, n, when, next_event, fcfs_job, fcfs_q, fcfs_head, fcf
     """Jobs ``jid`` (one per row, rows distinct) arrive at stations ``n``: a free server, else
     the queue's tail. Returns False, having changed nothing, where a queue has no room left."""
     Q = fcfs_q.shape[2]
-    N = service.shape[2]
     for i in range(rows.size):
         r, m = rows[i], n[i]
         if fcfs_busy[r, m] >= servers_at[m] and fcfs_len[r, m] >= Q:
             return False
     for i in range(rows.size):
-        r, j, m = rows[i], jid[i], n[i]
-        since[r, j] = when[i]
-        b = fcfs_busy[r, m]
-        if b < servers_at[m]:
-            fcfs_busy[r, m] = b + 1
-            _start(r, first_at[m] + b, j, m, when[i], next_event, fcfs_job, since, wait_sum, inst[r], service, route,
-                   wait, probe, follow_job, horizon, departure, follow_wait, N)
-        else:
-            fcfs_q[r, m, (fcfs_head[r, m] + fcfs_len[r, m]) % Q] = j
-            fcfs_len[r, m] += 1
+        _place(rows[i], jid[i], n[i], when[i], next_event, fcfs_job, fcfs_q, fcfs_head, fcfs_len, fcfs_busy, since,
+               wait_sum, inst[rows[i]], service, route, wait, probe, follow_job, horizon, departure, follow_wait,
+               first_at, servers_at)
     return True
 
 
