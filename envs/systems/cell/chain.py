@@ -84,7 +84,7 @@ def cell_chain(cell) -> CellChain:
 
 
 def chain_observations(chain: CellChain, cell, layout) -> np.ndarray:
-    """What a controller observes (``envs.observation.CellLayout``, no period) when a request
+    """What a controller observes (``envs.systems.cell.observation.CellLayout``, no period) when a request
     of each stream arrives in each state: (S, K, width), so a learned policy can be read as
     the chain's admission table (``evaluate_admission_policy``) and judged exactly."""
     if layout.phase is not None:

@@ -9,7 +9,7 @@ import numpy as np
 
 from drl_ac.evaluation.metrics import Z95_ONE_SIDED, add_estimate, add_estimates
 from envs import Driver, NetworkSpec, Outcomes
-from envs.observation import ObservationEncoding
+from envs.systems.cell.observation import CellEncoding
 
 
 def in_use(driver: Driver) -> np.ndarray:
@@ -17,7 +17,7 @@ def in_use(driver: Driver) -> np.ndarray:
     return driver.engine.busy()[:, 0]
 
 
-def in_use_seen(encoding: ObservationEncoding, obs: np.ndarray) -> np.ndarray:
+def in_use_seen(encoding: CellEncoding, obs: np.ndarray) -> np.ndarray:
     """PRBs in use that observations ``obs`` (rows) show."""
     return encoding.cell_layout().prbs_in_use(obs)
 

@@ -5,7 +5,7 @@ blocking whose dropping P(dropped | admitted) stays <= eps *with its statistical
 arrivals, sessions and channel paths; ``tuning.Tuner`` with ``margin=True``).
 
 Every rule is a callable on a batch of observations (B, width) -> actions (B,) (0 block,
-1 admit) and reads the columns through ``CellLayout`` (``ObservationEncoding.cell_layout``),
+1 admit) and reads the columns through ``CellLayout`` (``CellEncoding.cell_layout``),
 never by number. Handovers are not decisions: no rule sees them, they are carried if they fit.
 
 * ``CellAcceptAll``: admit every new UE (it is still blocked when it does not fit);
@@ -37,7 +37,8 @@ import numpy as np
 from drl_ac.evaluation.metrics import Z95_ONE_SIDED
 from drl_ac.rules.tuning import Tuner, TuningResult
 from envs import NetworkSpec
-from envs.observation import CellLayout, ObservationEncoding
+from envs.observation import ObservationEncoding
+from envs.systems.cell.observation import CellLayout
 
 
 def cell_layout(spec: NetworkSpec) -> CellLayout:

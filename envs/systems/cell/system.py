@@ -14,10 +14,10 @@ from typing import Any
 
 from envs.errors import SpecError, brief
 from envs.kinds.base import StationKind
-from envs.observation import ObservationEncoding
 from envs.reward import cell_charges
 from envs.systems.base import Headline, System
 from envs.systems.cell.dispatch import CellDispatch
+from envs.systems.cell.observation import CellEncoding
 from envs.systems.cell.spec import make_cell
 from envs.systems.cell.station import CellKind
 
@@ -106,7 +106,7 @@ class CellSystem(System):
         (type, CQI band) (``envs.observation``); ``include_in_service`` does not apply."""
         spec = self.spec
         bands = len(spec.block.cqi_bands) + 1 if spec.block.cqi_bands else 0
-        return ObservationEncoding(spec.num_stations, False, spec.num_classes, spec.period, False, 0, bands)
+        return CellEncoding(spec.num_stations, False, spec.num_classes, spec.period, cell_bands=bands)
 
     def reward_rule(self) -> str:
         return "blocking"

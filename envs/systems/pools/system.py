@@ -482,4 +482,4 @@ class PoolsSystem(ControlSystem):
         then the arriving job's type information one-hot (types + 1)."""
         spec = self.spec
         return ObservationEncoding(spec.num_stations, True, spec.num_classes, spec.period, False,
-                                   spec.block.num_types + 1, -1)
+                                   spec.block.num_types + 1)

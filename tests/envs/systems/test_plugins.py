@@ -46,6 +46,7 @@ def fingerprint(scenario: str, include_in_service: bool = False, steps: int = ST
     h.update(json.dumps(described, sort_keys=True, default=str).encode())
     enc = env.driver.encoding
     seen = {k: v for k, v in enc.to_dict().items() if not (k == "candidates" and v == 0)}  # added later; 0: absent
+    seen.setdefault("cell_bands", -1)  # moved to the cell's own encoding; -1 was "not a cell"
     h.update(json.dumps(seen, sort_keys=True, default=str).encode())
     _feed(h, enc.scale(spec))
     obs, _ = env.reset(seed=seed)

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from envs import NetworkSpec, SpecError, load_spec
+from envs import NetworkSpec, ObservationEncoding, SpecError, load_spec
 from envs.distributions import Exponential
 from envs.systems.network.system import min_max_load
 
@@ -85,7 +85,7 @@ def test_min_max_load_matches_a_grid_search():
 def test_network_encoding_and_rewards_are_the_papers():
     spec = load_spec("paper_tandem")
     enc = spec.system.encoding(True)
-    assert (enc.num_stations, enc.include_in_service, enc.pool, enc.info_width, enc.cell_bands) == (3, True, False, 0,
-                                                                                                    -1)
+    assert type(enc) is ObservationEncoding
+    assert (enc.num_stations, enc.include_in_service, enc.pool, enc.info_width, enc.candidates) == (3, True, False, 0, 0)
     assert spec.system.reward_rule() == "admission" and spec.system.engine_options() == {}
     assert type(spec.system.routing()).__name__ == "ProbabilisticRouting"
