@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import ast
+import dataclasses
+import inspect
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+import types
+import typing
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from envs.compiled import ENGINES, default_engine, use_engine
@@ -96,16 +102,74 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message}. Fix: see {self.prog} --help.\n")
 
 
-ENGINE_OPTIONS = {"--engine": "engine", "--sim-threads": "sim_threads"}  # options of an invocation, not of a run
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each field of a dataclass (its source read by ``ast``), one line each."""
+    body = ast.parse(inspect.getsource(cls)).body[0].body
+    docs = {}
+    for node, after in zip(body, body[1:], strict=False):
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
+            docs[node.target.id] = " ".join(after.value.value.split())
+    return docs
 
 
-def engine_flags(p: argparse.ArgumentParser) -> None:
-    """``--engine`` and ``--sim-threads``: which event loop simulates, on how many threads (``envs.compiled``)."""
-    p.add_argument("--engine", choices=ENGINES, default=None,
-                   help="event loop: compiled (the default: Numba, where the system has one, else NumPy) or numpy "
-                        "(the reference); both give the same trajectory for a seed")
-    p.add_argument("--sim-threads", type=int, default=None,
-                   help="threads of the compiled loop (default: every core; 1 inside pytest-xdist)")
+def flag_of(name: str) -> str:
+    """A field's flag: ``--num-envs`` for ``num_envs``."""
+    return "--" + name.replace("_", "-")
+
+
+def _field_options(hint: Any, default: Any, doc: str) -> dict[str, Any]:
+    """argparse's options of one field from its type: X | None reads X, a tuple one or more
+    values, a bool is --flag / --no-flag; help is the field's docstring."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in args:
+        hint = next(a for a in args if a is not type(None))
+    options: dict[str, Any] = {"default": default, "help": doc.replace("%", "%%")}
+    if hint is bool:
+        options["action"] = argparse.BooleanOptionalAction
+    elif typing.get_origin(hint) is tuple:
+        options.update(type=typing.get_args(hint)[0], nargs="+")
+        if default is not None:
+            options["help"] += f" (default: {' '.join(map(str, default))})"
+    else:
+        options["type"] = hint
+    return options
+
+
+def dataclass_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup, cls: type, preset: Any = None,
+                    only: Iterable[str] | None = None, options: dict[str, dict[str, Any]] | None = None) -> list[str]:
+    """One flag per field of the dataclass ``cls`` (``only``: these fields), the one way every
+    entry point makes its flags: the default is ``preset``'s value (default ``cls()``), the
+    help the field's docstring, the type read from its hint (``_field_options``); ``options``
+    per field replace what is derived (choices, a parser, a default with its meaning). Returns
+    the fields' names (argparse's dests)."""
+    preset = cls() if preset is None else preset
+    docs, hints, options = field_docs(cls), typing.get_type_hints(cls), options or {}
+    names = [f.name for f in dataclasses.fields(cls)] if only is None else list(only)
+    for name in names:
+        derived = _field_options(hints[name], getattr(preset, name), docs.get(name, ""))
+        p.add_argument(flag_of(name), **{**derived, **options.get(name, {})})
+    return names
+
+
+@dataclass
+class EngineOptions:
+    """Which event loop simulates, on how many threads (``envs.compiled``): options of an
+    invocation, not of a run."""
+
+    engine: str | None = None
+    """event loop: compiled (the default: Numba, where the system has one, else NumPy) or numpy (the
+    reference); both give the same trajectory for a seed"""
+    sim_threads: int | None = None
+    """threads of the compiled loop (default: every core; 1 inside pytest-xdist)"""
+
+
+ENGINE_OPTIONS = {flag_of(f.name): f.name for f in dataclasses.fields(EngineOptions)}
+
+
+def engine_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--engine`` and ``--sim-threads`` (``EngineOptions``)."""
+    dataclass_flags(p, EngineOptions, options={"engine": {"choices": ENGINES}})
 
 
 def use_engine_flags(args: argparse.Namespace) -> None:

@@ -56,7 +56,10 @@ from drl_ac.cli import (
     Parser,
     StopSignals,
     UsageError,
+    dataclass_flags,
     engine_flags,
+    field_docs,
+    flag_of,
     progress_printer,
     use_engine_flags,
 )
@@ -65,34 +68,25 @@ from drl_ac.folder_lock import FolderInUse, FolderLock
 from drl_ac.learning.learner import RBAR_UPDATES, LearnerConfig
 from drl_ac.learning.qnet import rule_of
 from drl_ac.learning.trainer import COSTS, LAM_MODES, TARGETS, TrainConfig, Trainer, stored_config
-from drl_ac.study.pipeline import Run
+from drl_ac.study.pipeline import Run, RunOptions
 from drl_ac.tracking import WandbLogger
 from envs import NetworkSpec, ObservationEncoding, SpecError
+from envs.spec import TRAINING_KEYS
 
-# Flags that set the run itself: on --resume they must equal the checkpoint's.
-# flag -> (argparse dest, key in TrainConfig.to_dict(), "learner." for the learner's)
-FIXED_ON_RESUME = {
-    "--scenario": ("scenario", "scenario"), "--num-envs": ("num_envs", "num_envs"), "--lam": ("lam", "lam"),
-    "--eps": ("eps", "eps"), "--d-ub": ("d_ub", "d_ub"), "--delay": ("delay", "delay"),
-    "--seed": ("seed", "seed"), "--include-in-service": ("include_in_service", "include_in_service"),
-    "--updates-per-step": ("updates_per_step", "updates_per_step"),
-    "--batch-size": ("batch_size", "learner.batch_size"), "--lr": ("lr", "learner.lr"),
-    "--beta": ("beta", "learner.beta"), "--rbar-update": ("rbar_update", "learner.rbar_update"),
-    "--hidden": ("hidden", "learner.hidden"), "--lam-eta": ("lam_eta", "lam_eta"),
-    "--lam-kp": ("lam_kp", "lam_kp"), "--lam-margin": ("lam_margin", "lam_margin"), "--cost": ("cost", "cost"),
-    "--reset-backlog": ("reset_backlog", "reset_backlog"), "--base": ("base", "base_rule"),
-    "--targets": ("targets", "targets"), "--rollout-horizon": ("rollout_horizon", "rollout_horizon"),
-    "--rollout-every": ("rollout_every", "rollout_every"), "--rollout-start": ("rollout_start", "rollout_start"),
-}
 # Shorter runs tune and measure the rules after training: a second interpreter takes seconds to start, more
 # than a short run's training would hide.
 BACKGROUND_MIN_DECISIONS = 500_000
+
+
+TRAIN_FIELDS = [f.name for f in dataclasses.fields(TrainConfig) if f.name not in ("base_rule", "learner")]
+LEARNER_FIELDS = [f.name for f in dataclasses.fields(LearnerConfig)]
+# Flags that set the run itself: on --resume they must equal the checkpoint's.
+# flag -> (argparse dest, key in TrainConfig.to_dict(), "learner." for the learner's)
+FIXED_ON_RESUME = ({flag_of(n): (n, n) for n in TRAIN_FIELDS if n not in ("steps", "device")}
+                   | {flag_of(n): (n, "learner." + n) for n in LEARNER_FIELDS} | {"--base": ("base", "base_rule")})
 # Options of this invocation only (not stored in the checkpoint): repeated in the resume command.
-RUN_OPTIONS = {"--device": "device", "--threads": "threads", "--calibrate": "calibrate", "--randomise": "randomise",
-               "--confidence": "confidence", "--compare": "compare",
-               "--eval-arrivals": "eval_arrivals", "--checkpoint-every": "checkpoint_every",
-               "--wandb": "wandb", "--wandb-project": "wandb_project", "--wandb-group": "wandb_group",
-               "--quiet": "quiet"} | ENGINE_OPTIONS
+RUN_OPTIONS = ({flag_of(f.name): f.name for f in dataclasses.fields(RunOptions)
+                if f.name not in ("base", "out", "force", "resume")} | {"--device": "device"} | ENGINE_OPTIONS)
 
 
 def parse_lam(value: str) -> float | str:
@@ -105,106 +99,23 @@ def parse_lam(value: str) -> float | str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """One flag per field of ``TrainConfig``, ``LearnerConfig``, ``RunOptions`` and the engine's
+    options (``drl_ac.cli.dataclass_flags``: the field's docstring is its help)."""
     p = Parser(description=__doc__, formatter_class=HelpFormatter)
-    _training_flags(p, TrainConfig(), LearnerConfig())
-    _after_training_flags(p, TrainConfig())
-    _output_flags(p)
-    engine_flags(p)
+    d = TrainConfig()
+    # what a scenario's training block may set: None here, so that the block applies unless the flag is typed
+    from_scenario = {n: {"default": None, "help": f"{field_docs(TrainConfig)[n]} (default: the scenario's training "
+                         f"block, else {getattr(d, n)})"} for n in TRAINING_KEYS}
+    dataclass_flags(p.add_argument_group("training (TrainConfig)"), TrainConfig, d, TRAIN_FIELDS, from_scenario | {
+        "lam": {"type": parse_lam}, "delay": {"choices": ["sojourn", "paper"]}, "cost": {"choices": list(COSTS)},
+        "targets": {**from_scenario["targets"], "choices": list(TARGETS)}})
+    dataclass_flags(p.add_argument_group("the learner (LearnerConfig)"), LearnerConfig, options={
+        "rbar_update": {"choices": list(RBAR_UPDATES)}})
+    dataclass_flags(p.add_argument_group("after training, output and reporting"), RunOptions, options={
+        "calibrate": {"choices": ["auto", "on", "off"]}, "randomise": {"choices": ["on", "off"]},
+        "base": {"choices": ["rule", "none"]}, "compare": {"choices": [*study.BUDGETS, "off"]}})
+    engine_flags(p.add_argument_group("the simulator"))
     return p
-
-
-def _training_flags(p: argparse.ArgumentParser, d: TrainConfig, dl: LearnerConfig) -> None:
-    """The system, the learner and its training (``TrainConfig``, ``LearnerConfig``)."""
-    p.add_argument("--scenario", default=d.scenario, help="registered scenario name or YAML path")
-    p.add_argument("--steps", type=int, default=None,
-                   help=f"decisions over all instances (default: the scenario's training block, else {d.steps}, "
-                        "for a new run; the checkpoint's on --resume)")
-    p.add_argument("--num-envs", type=int, default=d.num_envs,
-                   help="instances simulated in parallel (default: the scenario's training block, else %(default)s)")
-    p.add_argument("--lam", type=parse_lam, default=d.lam,
-                   help="Lagrange multiplier: auto (tuned by dual ascent, then the acceptance bias is "
-                        "calibrated), scenario (the scenario's fixed value, e.g. the paper's 8 on paper_tandem; "
-                        "auto when it fixes none) or a number")
-    p.add_argument("--eps", type=float, default=None, help="allowed violation probability (default: scenario's)")
-    p.add_argument("--d-ub", type=float, default=None, help="deadline (default: scenario's)")
-    p.add_argument("--delay", choices=["sojourn", "paper"], default=None, help="delay measure (default: scenario's)")
-    p.add_argument("--seed", type=int, default=d.seed, help="seed of simulation, exploration and weights")
-    p.add_argument("--device", default=d.device,
-                   help="auto, cpu or cuda (default: auto; on --resume the checkpoint's)")
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch CPU threads; 1 is fastest for the shipped network sizes, especially when "
-                        "another process shares the cores")
-    p.add_argument("--updates-per-step", type=int, default=d.updates_per_step,
-                   help="gradient steps per vector step (default: the scenario's training block, else %(default)s)")
-    p.add_argument("--batch-size", type=int, default=dl.batch_size, help="replay batch size")
-    p.add_argument("--lr", type=float, default=dl.lr, help="Adam learning rate")
-    p.add_argument("--beta", type=float, default=dl.beta, help="rbar step size")
-    p.add_argument("--rbar-update", choices=list(RBAR_UPDATES), default=dl.rbar_update,
-                   help="rbar from greedy experiences (paper), all (differential) or the mean value of reference states (rvi)")
-    p.add_argument("--hidden", type=int, nargs="+", default=list(dl.hidden), help="hidden layer widths")
-    p.add_argument("--include-in-service", action="store_true", help="observe busy servers too")
-    p.add_argument("--lam-eta", type=float, default=d.lam_eta, help="dual-ascent step of the automatic lam")
-    p.add_argument("--lam-kp", type=float, default=d.lam_kp, help="proportional gain (PI) of the automatic lam")
-    p.add_argument("--lam-margin", type=float, default=d.lam_margin, help="automatic lam aims at eps - margin")
-    p.add_argument("--cost", choices=list(COSTS), default=d.cost,
-                   help="objective response_time: charge each decision the jobs-in-system area until the next "
-                        "one (holding; Little's law) or its own job's response time (own)")
-    p.add_argument("--reset-backlog", type=int, default=d.reset_backlog,
-                   help="holding cost: restart a training instance empty when it holds more jobs (0: never)")
-
-
-def _after_training_flags(p: argparse.ArgumentParser, d: TrainConfig) -> None:
-    """Calibration, the base rule and its targets, the comparison and the final evaluation."""
-    p.add_argument("--calibrate", choices=["auto", "on", "off"], default="auto",
-                   help="tune the acceptance bias on the learned advantage so violation <= eps - margin "
-                        "(auto: on when lam is automatic)")
-    p.add_argument("--randomise", choices=["on", "off"], default="on",
-                   help="with calibration: admit with a calibrated probability in the states between the calibrated "
-                        "bias and the next, too accepting one, so that the violation reaches the target instead of "
-                        "the next step below it (drl_ac.learning.qnet.GreedyPolicy); off: a deterministic policy")
-    p.add_argument("--confidence", type=float, default=0.95,
-                   help="calibration: the one-sided confidence with which the violation is <= eps (0.5: the point "
-                        "estimate at eps, which the long-run violation then exceeds about half of the time)")
-    p.add_argument("--base", choices=["rule", "none"], default="rule",
-                   help="a control system (redundancy, pools): rule = tune the rules first and learn the values of "
-                        "the best one that can guard, so that the network is that rule improved where its advantage "
-                        "is real (drl_ac.learning.learner); none = learn the optimal values from scratch")
-    p.add_argument("--targets", choices=list(TARGETS), default=None,
-                   help=f"with --base rule: td (one-step bootstrapped values) or rollout (each action scored by "
-                        f"simulating it and then the rule: drl_ac.learning.lookahead) (default: the scenario's "
-                        f"training block, else {d.targets})")
-    p.add_argument("--rollout-horizon", type=int, default=None,
-                   help=f"targets rollout: decisions each action's rollout covers, its own included (default: the scenario's, else "
-                        f"{d.rollout_horizon})")
-    p.add_argument("--rollout-every", type=int, default=None,
-                   help=f"targets rollout: vector steps between labelled ones (default: the scenario's, else "
-                        f"{d.rollout_every})")
-    p.add_argument("--rollout-start", type=int, default=None,
-                   help=f"targets rollout: decisions of the rule before the first labels (default: the scenario's, "
-                        f"else {d.rollout_start})")
-    p.add_argument("--compare", choices=[*study.BUDGETS, "off"], default="quick",
-                   help="after training, tune the system's rules and compare them with the policy in steady state "
-                        "(drl_ac.study; quick: a minute or two, full: the study's budget, smoke: seconds, decides "
-                        "nothing) and print a one-line verdict")
-    p.add_argument("--eval-arrivals", type=int, default=200_000,
-                   help="arrivals in the final evaluation and in each evaluation of the calibration (a control "
-                        "system is evaluated in steady state instead, with the --compare budget; when this flag "
-                        "is given, its run stops after about this many arrivals, at least 4 batches per instance)")
-
-
-def _output_flags(p: argparse.ArgumentParser) -> None:
-    """Where the run's files go, resuming, and what it reports while it runs."""
-    p.add_argument("--checkpoint-every", type=int, default=1_000_000, help="decisions between checkpoints")
-    p.add_argument("--out", type=Path, default=None,
-                   help="output folder (default: checkpoints/runs/SCENARIO-seedS; on --resume the "
-                        "checkpoint's folder)")
-    p.add_argument("--force", action="store_true",
-                   help="let a new run overwrite the checkpoint.pt / policy.pt of another run in --out")
-    p.add_argument("--resume", type=Path, default=None, help="continue from a checkpoint.pt")
-    p.add_argument("--wandb", action="store_true", help="log to Weights & Biases (offline without credentials)")
-    p.add_argument("--wandb-project", default="drl_ac", help="W&B project")
-    p.add_argument("--wandb-group", default=None, help="W&B group (default: the scenario's name)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def given_options(argv: list[str] | None) -> set[str]:
@@ -216,16 +127,11 @@ def given_options(argv: list[str] | None) -> set[str]:
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    learner = LearnerConfig(hidden=tuple(args.hidden), lr=args.lr, beta=args.beta, rbar_update=args.rbar_update,
-                            batch_size=args.batch_size)
-    kwargs = {k: getattr(args, k) for k in ("steps", "targets", "rollout_horizon", "rollout_every", "rollout_start")
-              if getattr(args, k) is not None}
-    return TrainConfig(scenario=str(args.scenario), num_envs=args.num_envs, lam=args.lam, eps=args.eps,
-                       d_ub=args.d_ub, delay=args.delay, seed=args.seed, device=args.device,
-                       include_in_service=args.include_in_service, updates_per_step=args.updates_per_step,
-                       lam_eta=args.lam_eta, lam_kp=args.lam_kp, lam_margin=args.lam_margin, cost=args.cost, reset_backlog=args.reset_backlog,
-                       learner=learner,
-                       **kwargs)
+    """The ``TrainConfig`` the flags give (a flag left at None: the field's default)."""
+    def typed(names: list[str]) -> dict[str, Any]:
+        values = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
+        return {n: tuple(v) if isinstance(v, list) else v for n, v in values.items()}
+    return TrainConfig(**typed(TRAIN_FIELDS), learner=LearnerConfig(**typed(LEARNER_FIELDS)))
 
 
 def check_run_options(args: argparse.Namespace) -> None:
@@ -294,9 +200,8 @@ def check_applicable(spec: NetworkSpec, config: TrainConfig, given: set[str]) ->
              (("cost",), spec.objective == "response_time", "a response-time objective's cost"),
              (("rollout_horizon", "rollout_every", "rollout_start"), config.targets == "rollout",
               "rollout targets (--targets rollout on a control system)"))
-    flags = {dest: flag for flag, (dest, _) in FIXED_ON_RESUME.items()} | {v: k for k, v in RUN_OPTIONS.items()}
     for dests, applies, what in rules:
-        typed = [flags[d] for d in dests if d in given]
+        typed = [flag_of(d) for d in dests if d in given]
         if typed and not applies:
             them = "them" if len(typed) > 1 else "it"
             raise UsageError(f"{', '.join(typed)}: for {what}; {spec.name} ({spec.system.name}: "

@@ -44,14 +44,24 @@ REFERENCE_STATES = 256  # rvi: the first replay batch's first observations
 
 @dataclass
 class LearnerConfig:
+    """The Q-network and its updates, one docstring per field (``experiments/train.py``'s flags)."""
+
     hidden: tuple[int, ...] = (64, 64)
+    """hidden layer widths"""
     lr: float = 1e-3
-    beta: float = 0.01  # rbar step size
-    rbar_update: str = "paper"  # "paper": greedy experiences only; "differential": all; "rvi": reference states
+    """Adam learning rate"""
+    beta: float = 0.01
+    """rbar step size"""
+    rbar_update: str = "paper"
+    """rbar from greedy experiences (paper), all (differential) or the mean value of reference states (rvi)"""
     batch_size: int = 512
+    """replay batch size"""
     grad_clip: float = 10.0
-    target_every: int = 200  # gradient steps between target-network copies
-    huber_delta: float = 1.0  # in units of max(1, lam), so the loss is scale-free in lam
+    """largest gradient norm of an update"""
+    target_every: int = 200
+    """gradient steps between target-network copies"""
+    huber_delta: float = 1.0
+    """Huber loss threshold, in units of max(1, lam) (so the loss is scale-free in lam)"""
 
     def __post_init__(self) -> None:
         if self.rbar_update not in RBAR_UPDATES:

@@ -54,75 +54,85 @@ TARGETS = TRAINING_TARGETS
 
 @dataclass
 class TrainConfig:
-    """Settings of a training run. Every number is checked on construction (``ValueError``
-    naming the field, its command-line flag and the fix).
-
-    ``lam``: ``"auto"`` (default: the multiplier is tuned by dual ascent, on every scenario,
-    and ``experiments/train.py`` then calibrates the acceptance bias), ``"scenario"`` (the
-    scenario's own fixed ``lam``, e.g. the paper's 8 on paper_tandem; auto when it fixes
-    none) or a number (a fixed multiplier). ``None`` is read as ``"scenario"`` (files
-    written before "auto" became the default).
-
-    ``cost`` (objective ``response_time`` only): how each decision is charged. ``"holding"``
-    (default): the integral of the number of jobs in system until the next decision; by
-    Little's law its average is the mean response time, and a decision is charged at once
-    for the load it adds to everyone (under processor sharing or redundancy a job's own
-    time also depends on later decisions). ``"own"``: its own job's response time, when the
-    job leaves (the delayed-completion path).
-
-    ``reset_backlog`` (holding cost only; 0 = never): a training instance holding more jobs
-    than this starts afresh, empty. Exploration (random replication degrees, the slow pool)
-    can push an instance past its stability limit; without a reset it stays congested for
-    the rest of the run and the values learned there are those of an overloaded system.
-    The step that crossed the limit is kept, with its true next state.
-
-    ``base_rule`` (a control system; a ``drl_ac.learning.qnet.RuleDefault`` description, e.g.
-    ``rule_of(rule.guard_fields())`` of the best tuned rule): learn that rule's values, not the
-    optimal ones (``DifferentialQLearner``'s ``base``), acting as the rule with a constant
-    ``base_exploration`` of uniformly random actions, so that every action keeps being tried
-    in the rule's states for the whole run; the greedy network is then the rule improved.
-
-    ``targets`` (with ``base_rule`` and the holding cost): ``"td"`` (default) learns from
-    one-step, bootstrapped targets (``DifferentialQLearner.update``); ``"rollout"`` labels the
-    decisions of every ``rollout_every``-th vector step, once ``rollout_start`` decisions have
-    warmed the instances up, with each action's cost over ``rollout_horizon`` decisions
-    simulated from it, the base rule followed after it, minus the rule's action's
-    (``drl_ac.learning.lookahead``), and fits the network to them (``regress``). The instances
-    then follow the rule without random actions: every action is scored in every labelled
-    state, and the labels are for the states the rule visits.
-    """
+    """Settings of a training run, one docstring per field (``experiments/train.py``'s flags
+    and help come from them: ``drl_ac.cli.dataclass_flags``). Every number is checked on
+    construction (``ValueError`` naming the field, its command-line flag and the fix)."""
 
     scenario: str = "paper_tandem"
-    steps: int = 4_000_000  # decisions (arrivals) summed over all instances
+    """registered scenario name or YAML path"""
+    steps: int = 4_000_000
+    """decisions (arrivals) over all instances"""
     num_envs: int = 2048
-    lam: float | str = "auto"  # "auto", "scenario" (the scenario's; auto when it fixes none) or a number
+    """instances simulated in parallel"""
+    lam: float | str = "auto"
+    """Lagrange multiplier: auto (tuned by dual ascent on every scenario, then experiments/train.py
+    calibrates the acceptance bias), scenario (the scenario's fixed value, e.g. the paper's 8 on
+    paper_tandem; auto when it fixes none; None, in older files, reads as scenario) or a number"""
     eps: float | None = None
+    """allowed violation probability (default: the scenario's)"""
     d_ub: float | None = None
+    """deadline (default: the scenario's)"""
     delay: str | None = None
+    """delay measure (default: the scenario's)"""
     seed: int = 0
+    """seed of simulation, exploration and weights"""
     device: str = "auto"
+    """auto, cpu or cuda (on --resume: the checkpoint's unless given)"""
     include_in_service: bool = False
+    """observe busy servers too"""
     updates_per_step: int = 1
-    learning_starts: int = 20_000  # experiences in replay before learning
+    """gradient steps per vector step"""
+    learning_starts: int = 20_000
+    """experiences in replay before learning"""
     replay_size: int = 300_000
+    """experiences the replay buffer holds"""
     exploration_start: float = 0.5
+    """initial probability of a random action (random choices can overload a control system near
+    its limit)"""
     exploration_end: float = 0.01
-    exploration_fraction: float = 0.3  # of the run, decayed geometrically
-    lam_init: float = 1.0  # starting multiplier when automatic
+    """final probability of a random action"""
+    exploration_fraction: float = 0.3
+    """fraction of the run over which exploration decays, geometrically"""
+    lam_init: float = 1.0
+    """starting multiplier of the automatic lam"""
     lam_eta: float = 2.0
+    """dual-ascent step of the automatic lam"""
     lam_kp: float = 0.0
-    lam_every: int = 10  # vector steps between multiplier updates
-    lam_margin: float = 0.003  # the automatic lam aims at violation eps - margin (evaluation noise)
-    lam_start: float = 0.2  # fraction of the run before the automatic lam moves (policy still immature)
+    """proportional gain (PI) of the automatic lam"""
+    lam_every: int = 10
+    """vector steps between updates of the automatic lam"""
+    lam_margin: float = 0.003
+    """the automatic lam aims at violation eps - margin (evaluation noise)"""
+    lam_start: float = 0.2
+    """fraction of the run before the automatic lam moves (the policy is still immature)"""
     stats_half_life: float = 200_000.0
+    """decisions: half-life of the running training statistics (violation, acceptance) that the
+    multiplier and the logs read"""
     cost: str = "holding"
+    """objective response_time: charge each decision the jobs-in-system area until the next one
+    (holding; by Little's law its average is the mean response time, and a decision is charged at
+    once for the load it adds to everyone) or its own job's response time when it leaves (own)"""
     reset_backlog: int = 0
+    """holding cost: restart a training instance empty when it holds more jobs (0: never), so that
+    exploration that pushed it past its stability limit does not teach the values of an overloaded
+    system (the step that crossed the limit is kept, with its true next state)"""
     base_rule: dict | None = None
+    """a control system: a tuned rule (drl_ac.learning.qnet.RuleDefault's description, e.g.
+    rule_of(rule.guard_fields())) whose values are learned instead of the optimal ones, acting as
+    the rule with base_exploration random actions, so that the greedy network is the rule improved"""
     base_exploration: float = 0.2
+    """with a base rule: the constant probability of a uniformly random action"""
     targets: str = "td"
-    rollout_horizon: int = 100  # decisions each action's rollout covers, its own included (targets rollout)
-    rollout_every: int = 4  # vector steps between labelled ones (consecutive states are alike)
-    rollout_start: int = 0  # decisions before the first labels (the rule's warm-up from empty)
+    """with a base rule and the holding cost: td (one-step bootstrapped targets) or rollout (the
+    decisions of every rollout_every-th vector step scored by simulating each action over
+    rollout_horizon decisions, then the rule: drl_ac.learning.lookahead; the instances then follow
+    the rule without random actions)"""
+    rollout_horizon: int = 100
+    """targets rollout: decisions each action's rollout covers, its own included"""
+    rollout_every: int = 4
+    """targets rollout: vector steps between labelled ones (consecutive states are alike)"""
+    rollout_start: int = 0
+    """targets rollout: decisions of the rule before the first labels (its warm-up from empty)"""
     learner: LearnerConfig = field(default_factory=LearnerConfig)
 
     def __post_init__(self) -> None:

@@ -24,9 +24,9 @@ from drl_ac.study.compare import (
     table,
     tune_rules,
 )
-from drl_ac.study.pipeline import Run
+from drl_ac.study.pipeline import Run, RunOptions
 from drl_ac.study.run import StudyConfig, at_load, reference_rate, run_study
 
-__all__ = ["BUDGETS", "BackgroundRules", "RuleRows", "Run", "EVALUATION", "TUNING", "VALIDATION", "StudyConfig", "Verdict", "at_load", "guard_rule",
+__all__ = ["BUDGETS", "BackgroundRules", "RuleRows", "Run", "RunOptions", "EVALUATION", "TUNING", "VALIDATION", "StudyConfig", "Verdict", "at_load", "guard_rule",
            "FEASIBLE", "compare", "feasible", "guard", "guard_candidates", "json_rows", "judge", "measure", "measure_rules", "reference_rate",
            "run_study", "table", "tune_rules"]

@@ -43,6 +43,55 @@ def _silent(text: str) -> None:
 
 
 @dataclass
+class RunOptions:
+    """What one ``experiments/train.py`` run does besides training (``TrainConfig``): calibration,
+    the base rule, the comparison, the final evaluation, the output, resuming and reporting; one
+    docstring per field (its flag's help: ``drl_ac.cli.dataclass_flags``)."""
+
+    threads: int = 1
+    """torch CPU threads; 1 is fastest for the shipped network sizes, especially when another process
+    shares the cores"""
+    calibrate: str = "auto"
+    """tune the acceptance bias on the learned advantage so violation <= eps (auto: on when lam is
+    automatic)"""
+    randomise: str = "on"
+    """with calibration: admit with a calibrated probability in the states between the calibrated bias and
+    the next, too accepting one, so that the violation reaches the target instead of the next step below it
+    (drl_ac.learning.qnet.GreedyPolicy); off: a deterministic policy"""
+    confidence: float = 0.95
+    """calibration: the one-sided confidence with which the violation is <= eps (0.5: the point estimate at
+    eps, which the long-run violation then exceeds about half of the time)"""
+    base: str = "rule"
+    """a control system (redundancy, pools): rule = tune the rules first and learn the values of the best one
+    that can guard, so that the network is that rule improved where its advantage is real
+    (drl_ac.learning.learner); none = learn the optimal values from scratch"""
+    compare: str = "quick"
+    """after training, tune the system's rules and compare them with the policy in steady state (drl_ac.study;
+    quick: a minute or two, full: the study's budget, smoke: seconds, decides nothing) and print a one-line
+    verdict"""
+    eval_arrivals: int = 200_000
+    """arrivals in the final evaluation and in each evaluation of the calibration (a control system is
+    evaluated in steady state instead, with the --compare budget; when this flag is given, its run stops after
+    about this many arrivals, at least 4 batches per instance)"""
+    checkpoint_every: int = 1_000_000
+    """decisions between checkpoints"""
+    out: Path | None = None
+    """output folder (default: checkpoints/runs/SCENARIO-seedS; on --resume the checkpoint's folder)"""
+    force: bool = False
+    """let a new run overwrite the checkpoint.pt / policy.pt of another run in --out"""
+    resume: Path | None = None
+    """continue from a checkpoint.pt"""
+    wandb: bool = False
+    """log to Weights & Biases (offline without credentials)"""
+    wandb_project: str = "drl_ac"
+    """W&B project"""
+    wandb_group: str | None = None
+    """W&B group (default: the scenario's name)"""
+    quiet: bool = False
+    """no progress bar"""
+
+
+@dataclass
 class Run:
     """The steps of one run on ``spec`` with ``seed`` (the module's text); ``budget`` sizes
     the tuning, the steady-state evaluations and the comparison (``drl_ac.study.BUDGETS``)."""
@@ -119,4 +168,4 @@ class Run:
                              tuned=tuned, measured=measured)
 
 
-__all__ = ["Run"]
+__all__ = ["Run", "RunOptions"]

@@ -26,21 +26,18 @@ Per load, one job (local processes, or Ray tasks; a job's numbers depend on its 
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
-import inspect
 import math
 import os
 import sys
 import time
-import types
-import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from drl_ac import study
+from drl_ac.cli import HelpFormatter, dataclass_flags, progress_printer
 from drl_ac.folder_lock import FolderLock
 from drl_ac.parallel import run_jobs
 from drl_ac.study.pipeline import Run
@@ -228,18 +225,6 @@ class StudyConfig:
             else:
                 parts += [flag, str(value)]
         return " ".join(parts)
-
-
-def field_docs(cls: type) -> dict[str, str]:
-    """The docstring under each field of a dataclass (its source read by ``ast``), one line each."""
-    tree = ast.parse(inspect.getsource(cls))
-    body = tree.body[0].body
-    docs = {}
-    for node, after in zip(body, body[1:], strict=False):
-        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
-                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
-            docs[node.target.id] = " ".join(after.value.value.split())
-    return docs
 
 
 # ---------------------------------------------------------------- the spec at a load
@@ -465,37 +450,11 @@ def _run_study(config: StudyConfig, progress: Say, out: Path) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- the command line
-def _argument(name: str, hint: Any, default: Any, doc: str) -> dict[str, Any]:
-    """argparse's options of one field from its type: X | None reads X, a tuple one or more
-    values, a bool is --flag / --no-flag; help is the field's docstring."""
-    args = typing.get_args(hint)
-    if typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in args:
-        hint = next(a for a in args if a is not type(None))
-    options: dict[str, Any] = {"default": default, "help": doc.replace("%", "%%")}
-    if hint is bool:
-        options["action"] = argparse.BooleanOptionalAction
-    elif typing.get_origin(hint) is tuple:
-        options.update(type=typing.get_args(hint)[0], nargs="+")
-        if default is not None:
-            options["help"] += f" (default: {' '.join(map(str, default))})"
-    else:
-        options["type"] = hint
-    if name == "ray":  # --ray alone: a fresh local Ray
-        options.update(nargs="?", const="local", metavar="ADDRESS")
-    return options
-
-
 def build_parser(preset: StudyConfig | None = None, description: str | None = None) -> argparse.ArgumentParser:
     """One flag per ``StudyConfig`` field (``--num-envs`` for ``num_envs``), its default
     ``preset``'s value (a script's study; default ``StudyConfig()``)."""
-    from drl_ac.cli import HelpFormatter
-
-    preset = preset if preset is not None else StudyConfig()
     p = argparse.ArgumentParser(description=description, formatter_class=HelpFormatter)
-    docs, hints = field_docs(StudyConfig), typing.get_type_hints(StudyConfig)
-    for f in dataclasses.fields(StudyConfig):
-        p.add_argument("--" + f.name.replace("_", "-"), **_argument(f.name, hints[f.name], getattr(preset, f.name),
-                                                                    docs.get(f.name, "")))
+    dataclass_flags(p, StudyConfig, preset, options={"ray": {"nargs": "?", "const": "local", "metavar": "ADDRESS"}})
     return p
 
 
@@ -503,8 +462,6 @@ def main(argv: list[str] | None = None, preset: StudyConfig | None = None, descr
     """The command line of a study (``experiments/study.py``; a script with its own ``preset``
     study, every flag still accepted): progress on stderr, the study's table and verdicts on
     stdout; a bad setting is one line ``error: ...`` and exit status 2."""
-    from drl_ac.cli import progress_printer
-
     args = build_parser(preset, description).parse_args(argv)
     try:
         config = StudyConfig(**vars(args))
@@ -522,5 +479,5 @@ def _tag(job: dict) -> str:
     return "" if job["load"] is None else f"[load {job['load']:g}] "
 
 
-__all__ = ["CALIBRATION", "StudyConfig", "at_load", "build_parser", "choose", "field_docs", "load_seed",
+__all__ = ["CALIBRATION", "StudyConfig", "at_load", "build_parser", "choose", "load_seed",
            "main", "reference_rate", "run_study", "study_load"]

@@ -16,6 +16,7 @@ import yaml
 
 from drl_ac import study
 from drl_ac.checkpoint import LoadedPolicy, load_file
+from drl_ac.cli import field_docs
 from drl_ac.evaluation.selection import VALIDATION
 from drl_ac.evaluation.steady import steady_state
 from drl_ac.rules.tuning import ConstantAction
@@ -72,7 +73,7 @@ def test_config_names_the_field_and_the_fix():
     assert config.command() == ("python experiments/study.py --scenario pools --loads 0.5 0.8 --seeds 0 1 "
                                 "--steps 1000")
     assert run.StudyConfig(**config.to_dict()) == config
-    assert "lambda*(d) of its first choice" in run.field_docs(run.StudyConfig)["loads"]
+    assert "lambda*(d) of its first choice" in field_docs(run.StudyConfig)["loads"]
 
 
 def test_the_learners_take_the_scenarios_training_block_unless_the_study_sets_a_field():
