@@ -227,15 +227,19 @@ def policy_encoding(section: dict) -> ObservationEncoding:
 
 
 class LoadedPolicy:
-    """Greedy policy from a file: ``policy(obs)`` maps (B, D) observations (laid out by
-    ``encoding``) to (B,) actions in ``range(num_actions)``. The section's ``bias`` (and, for
+    """A policy, loaded once: ``policy(obs)`` maps (B, D) observations (laid out by
+    ``encoding``) to (B,) actions in ``range(num_actions)``. ``section`` is what a file holds
+    (``policy.pt``: weights, settings, scenario, records); ``replace`` changes its settings
+    without rebuilding the network, so that the steps of a run (``drl_ac.study.Run``) pass one
+    typed object from training to export. The section's ``bias`` (and, for
     control, ``default_action`` or ``default_rule``) shape the greedy rule
     (``drl_ac.learning.qnet.greedy``, ``RuleDefault``). An admission policy calibrated to
     randomise at its margin (``margin``, ``mix``: ``GreedyPolicy``) draws its uniforms from a
     generator seeded with the section's ``mix_seed``, restarted by ``reset`` (so that candidates
     of a search see the same draws, and a run is reproducible)."""
 
-    def __init__(self, section: dict):
+    def __init__(self, section: dict, qnet: QNetwork | None = None):
+        self.section = section
         self.metadata = {k: v for k, v in section.items() if k != "state_dict"}
         self.obs_dim = int(section["obs_dim"])
         self.num_actions = int(section.get("num_actions", 2))
@@ -245,11 +249,17 @@ class LoadedPolicy:
         rule = RuleDefault(section["default_rule"]) if section.get("default_rule") else None  # a tuned rule instead
         admission = bool(section.get("admission", True))
         self.margin, self.mix = float(section.get("margin", 0.0)), float(section.get("mix", 0.0))
-        self.module = GreedyPolicy(build_qnet(section), self.bias, admission, self.default, rule, self.margin,
-                                   self.mix)
+        self.module = GreedyPolicy(build_qnet(section) if qnet is None else qnet, self.bias, admission, self.default,
+                                   rule, self.margin, self.mix)
         self.randomised = admission and self.mix > 0 and self.margin > 0
         self.mix_seed = int(section.get("mix_seed", 0))
         self.reset()
+
+    def replace(self, **settings: Any) -> LoadedPolicy:
+        """This policy with ``settings`` (e.g. ``bias``, ``margin``, ``mix``, ``default_action``,
+        ``default_rule``, a record like ``calibration`` or ``metrics``) set in its section; the
+        network is shared, not rebuilt."""
+        return LoadedPolicy({**self.section, **settings}, self.module.qnet)
 
     def reset(self) -> None:
         """Restart the uniforms of a randomised policy."""
@@ -281,11 +291,10 @@ def load_policy(path: str | Path) -> LoadedPolicy:
     return LoadedPolicy(policy_section(load_file(path)))
 
 
-def export_policy(section: dict, folder: str | Path) -> list[Path]:
+def export_policy(policy: LoadedPolicy, folder: str | Path) -> list[Path]:
     """The greedy policy as files usable without this project: ``policy.pt2``
     (``torch.export``) and ``policy.onnx`` (see ``drl_ac.export``). An admission policy's
     graphs take the uniforms ``u`` too (one per row: it admits where ``u < P(admit)``)."""
-    policy = LoadedPolicy(section)
     module, obs_dim, uniform = policy.module, policy.obs_dim, policy.module.admission
     folder = Path(folder)
     return [export_program(module, obs_dim, folder / PROGRAM_FILE, uniform),
@@ -315,12 +324,13 @@ def write_json(path: str | Path, obj: Any) -> Path:
     return write_atomic(Path(path), lambda tmp: Path(tmp).write_text(text))
 
 
-def save_policy_folder(section: dict, folder: str | Path) -> list[Path]:
-    """A policy as ``checkpoints/paper_tandem/`` holds it: ``policy.pt`` (the section, its
+def save_policy_folder(policy: LoadedPolicy, folder: str | Path) -> list[Path]:
+    """A policy as ``checkpoints/paper_tandem/`` holds it: ``policy.pt`` (its section, its
     ``metrics`` included), ``metrics.json`` (strict JSON: null where a value is undefined),
     then the exports ``policy.pt2`` and ``policy.onnx``; returns the paths in that order.
     The first two are written before the exports, which need more packages (onnxscript)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    section = policy.section
     paths = [save_atomic(section, folder / "policy.pt"), write_json(folder / "metrics.json", section.get("metrics", {}))]
-    return paths + export_policy(section, folder)
+    return paths + export_policy(policy, folder)

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from drl_ac.checkpoint import finite_json, load_file, load_policy, save_atomic, save_policy_folder
+from drl_ac.checkpoint import finite_json, load_policy, save_atomic, save_policy_folder
 from drl_ac.cli import HelpFormatter
 from drl_ac.evaluation.calibration import calibrate_bias, calibrated
 from drl_ac.evaluation.metrics import evaluate
@@ -128,11 +128,11 @@ def learn(scenario: str, eps: float | None, seed: int, num_envs: int, updates_pe
     trainer = Trainer(config, spec=spec)
     trainer.train_until(deadline)
     t1 = time.time()
-    section = trainer.policy_section()
-    bias, m = calibrate_bias(section, spec, spec.eps, arrivals=calibration_arrivals, seed=VALIDATION_SEED,
+    policy = trainer.policy()
+    bias, m = calibrate_bias(policy, spec, spec.eps, arrivals=calibration_arrivals, seed=VALIDATION_SEED,
                              num_envs=calibration_envs, iterations=6, deadline=calibration_deadline)
-    section = calibrated(section, bias, m, spec.eps, seed=VALIDATION_SEED)
-    path = save_atomic(section, Path(folder) / f"learner-seed{seed}.pt")
+    path = save_atomic(calibrated(policy, bias, m, spec.eps, seed=VALIDATION_SEED).section,
+                       Path(folder) / f"learner-seed{seed}.pt")
     return {"seed": seed, "path": str(path), "decisions": trainer.decisions, "lam": trainer.lam,
             "rbar": float(trainer.learner.rbar), "bias": bias, "train_seconds": t1 - t0,
             "calibration_seconds": time.time() - t1, "validation": kept(m)}
@@ -509,12 +509,12 @@ def choose(learners: list[dict], eps: float) -> dict | None:
 
 def export_chosen(chosen: dict, metrics: dict, spec: NetworkSpec, folder: Path, errors: dict) -> list[str]:
     """The chosen learner as ``checkpoints/paper_tandem/`` holds a policy, with its final evaluation."""
-    section = load_file(chosen["path"])
-    section["metrics"] = {**metrics, "scenario": spec.name, "seed": chosen["seed"], "bias": chosen["bias"],
-                          "lam": chosen["lam"], "rbar": chosen["rbar"], "decisions": chosen["decisions"],
-                          "validation": chosen["validation"], "evaluation_seed": EVALUATION_SEED}
+    policy = load_policy(chosen["path"])
+    policy = policy.replace(metrics={**metrics, "scenario": spec.name, "seed": chosen["seed"], "bias": chosen["bias"],
+                                     "lam": chosen["lam"], "rbar": chosen["rbar"], "decisions": chosen["decisions"],
+                                     "validation": chosen["validation"], "evaluation_seed": EVALUATION_SEED})
     try:
-        return [str(p) for p in save_policy_folder(section, folder)]
+        return [str(p) for p in save_policy_folder(policy, folder)]
     except Exception:  # noqa: BLE001 - policy.pt and metrics.json are written before the exports
         errors["export"] = traceback.format_exc()
         return [str(folder / n) for n in ("policy.pt", "metrics.json", "policy.pt2", "policy.onnx")

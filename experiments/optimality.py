@@ -99,12 +99,11 @@ def compare(scenario: str, steps: int, num_envs: int, seed: int, arrivals: int, 
                                   "acceptance": det.acceptance, "threshold_n": det.threshold},
            "learned_lam": trainer.lam, "decisions": trainer.decisions, "learned": {}}
     for name, confidence in confidences.items():
-        section = Run(spec, seed).calibrate(trainer.policy_section(), confidence=confidence)
-        policy = LoadedPolicy(section)
+        policy = Run(spec, seed).calibrate(trainer.policy(), confidence=confidence)
         sim = Run(spec, seed).evaluate(policy, arrivals)
         ex = learned_exactly(policy, c, mu, lam, spec)
         row["learned"][name] = {
-            "confidence": confidence, "mix": section["mix"], "exact_objective": ex.objective,
+            "confidence": confidence, "mix": policy.mix, "exact_objective": ex.objective,
             "exact_violation": ex.violation, "gap_to_optimum": relative(ex.objective, opt.objective),
             "gap_to_deterministic": relative(ex.objective, det.objective),
             **{k: sim[k] for k in ("objective", "objective_ci", "violation", "violation_ci", "acceptance")}}
@@ -140,9 +139,8 @@ def compare_cell(scenario: str, steps: int, num_envs: int, updates_per_step: int
     trainer = trained(TrainConfig(scenario=scenario, lam="auto", steps=steps, num_envs=num_envs, seed=seed,
                                   updates_per_step=updates_per_step), deadline)
     target = spec.eps + tolerance
-    section = Run(spec, seed).calibrate(trainer.policy_section(), arrivals, target=target)
-    cal = section["calibration"]
-    policy = LoadedPolicy(section)
+    policy = Run(spec, seed).calibrate(trainer.policy(), arrivals, target=target)
+    cal = policy.section["calibration"]
     obs = chain_observations(chain, spec.block, policy.encoding.cell_layout())
     admit = policy.admit_probability(obs.reshape(-1, obs.shape[-1])).reshape(obs.shape[:2])
     learned = evaluate_admission_policy(*model, admit)
@@ -152,7 +150,7 @@ def compare_cell(scenario: str, steps: int, num_envs: int, updates_per_step: int
            "learned_exact": {"blocking": learned.blocking, "dropping": learned.dropping,
                              "admit": admit.tolist()},
            "learned": {k: sim[k] for k in ("blocking", "blocking_ci", "dropping", "dropping_ci", "dropping_upper")},
-           "calibration": {"bias": section["bias"], "mix": section["mix"], "target": target, "dropping": cal["violation"],
+           "calibration": {"bias": policy.bias, "mix": policy.mix, "target": target, "dropping": cal["violation"],
                            "dropping_upper": cal["violation_upper"]},
            "learned_lam": trainer.lam, "decisions": trainer.decisions}
     row["gap_to_optimum"] = learned.blocking - opt.blocking

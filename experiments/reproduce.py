@@ -22,7 +22,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from drl_ac.checkpoint import LoadedPolicy  # noqa: E402
 from drl_ac.evaluation.metrics import evaluate  # noqa: E402
 from drl_ac.learning.trainer import TrainConfig, Trainer  # noqa: E402
 from envs.rollout import accept_all  # noqa: E402
@@ -93,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
             curves, spec, trainer = train_with_curves(scenario, seed, args.steps, args.num_envs, args.half_life,
                                                       args.points)
             runs.append(curves)
-            finals.append(evaluate(LoadedPolicy(trainer.policy_section()), spec, arrivals=args.arrivals,
+            finals.append(evaluate(trainer.policy(), spec, arrivals=args.arrivals,
                                    seed=10_000 + seed))
         no_ac = evaluate(accept_all, spec, arrivals=args.arrivals, seed=10_000)
         plot(scenario, runs, spec.eps, no_ac, args.out)

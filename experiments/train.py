@@ -344,7 +344,7 @@ def train_and_finish(trainer: Trainer, out: Path, tuned: dict | None, args: argp
             tuned = steps(trainer.spec, config.seed, args, say).tune_rules()
         if background is not None and tuned is None and trainer.spec.system.kind == "control":
             tuned = background.tuned(say)  # the guard needs the rules
-        metrics, exported, section = finish(trainer, args, out, tuned, say, given)
+        metrics, exported, policy = finish(trainer, args, out, tuned, say, given)
         if background is not None:  # measured beside the guard's choice, calibration and evaluation
             tuned, measured = background.result(say)
     except KeyboardInterrupt:
@@ -364,7 +364,7 @@ def train_and_finish(trainer: Trainer, out: Path, tuned: dict | None, args: argp
     print(f"final evaluation ({spec.name}, {spec.system.headline.text(spec.eps)}): {format_metrics(metrics, spec)}")
     print(f"wrote {out / 'policy.pt'}, {', '.join(map(str, exported))}, {out / 'metrics.json'}, {ckpt}")
     if tuned is not None:
-        comparison = compare_with_rules(steps(spec, config.seed, args, say), section, out, tuned, measured)
+        comparison = compare_with_rules(steps(spec, config.seed, args, say), policy, out, tuned, measured)
         metrics["verdict"] = comparison["verdict"]
     return metrics
 
@@ -425,12 +425,12 @@ def steps(spec: NetworkSpec, seed: int, args: argparse.Namespace, say: Callable[
     return Run(spec, seed, "quick" if args.compare == "off" else args.compare, say)
 
 
-def compare_with_rules(run: Run, section: dict, out: Path, tuned: dict, measured: dict | None) -> dict:
+def compare_with_rules(run: Run, policy: LoadedPolicy, out: Path, tuned: dict, measured: dict | None) -> dict:
     """The comparison (``Run.compare``): the tuned rules (``measured``: their rows, measured
     beside training) against the policy in steady state; the table and the verdict line to
     stdout, everything to OUT/comparison.json."""
     t0, spec = time.perf_counter(), run.spec
-    rows, verdict = run.compare(section, tuned, measured)
+    rows, verdict = run.compare(policy, tuned, measured)
     comparison = {"scenario": spec.name, "budget": run.budget, "seed": run.seed, "seconds": time.perf_counter() - t0,
                   "verdict": verdict.to_dict(), "rows": study.json_rows(rows)}
     if spec.system.headline.constraint is not None:
@@ -442,7 +442,7 @@ def compare_with_rules(run: Run, section: dict, out: Path, tuned: dict, measured
 
 
 def finish(trainer: Trainer, args: argparse.Namespace, out: Path, tuned: dict | None,
-           say: Callable[[str], None], given: set[str]) -> tuple[dict, list[Path], dict]:
+           say: Callable[[str], None], given: set[str]) -> tuple[dict, list[Path], LoadedPolicy]:
     """Calibrate (when asked or when lam is automatic), guard a control policy by the best
     tuned rule that can guard it (when rules were ``tuned``: ``drl_ac.study.guard``), evaluate
     (a control system in steady state, at most --eval-arrivals arrivals when given) and write
@@ -450,11 +450,11 @@ def finish(trainer: Trainer, args: argparse.Namespace, out: Path, tuned: dict | 
     config, spec = trainer.config, trainer.spec
     run = steps(spec, config.seed, args, say)
     if args.calibrate == "on" or (args.calibrate == "auto" and trainer.auto_lam):
-        section = run.calibrate(trainer.policy_section(), arrivals=args.eval_arrivals,
-                                randomise=args.randomise == "on", confidence=args.confidence)
-        cal = section["calibration"]
+        policy = run.calibrate(trainer.policy(), arrivals=args.eval_arrivals, randomise=args.randomise == "on",
+                               confidence=args.confidence)
+        cal = policy.section["calibration"]
         mixed = "" if not cal["mix"] else f", and w.p. {cal['mix']:.4f} within {cal['margin']:.4f} below it"
-        print(f"calibrated acceptance bias {section['bias']:.4f}{mixed}: violation {cal['violation']:.4f}, one-sided "
+        print(f"calibrated acceptance bias {policy.bias:.4f}{mixed}: violation {cal['violation']:.4f}, one-sided "
               f"{cal['confidence']:.0%} upper bound {cal['violation_upper']:.4f} <= eps {trainer.spec.eps:g} "
               f"({cal['arrivals']} arrivals)", file=sys.stderr)
         if cal["acceptance"] == 0:
@@ -463,17 +463,17 @@ def finish(trainer: Trainer, args: argparse.Namespace, out: Path, tuned: dict | 
                   "nothing. Fix: train longer (--steps), evaluate with more arrivals (--eval-arrivals), or relax "
                   "--eps / --d-ub if the system cannot meet them", file=sys.stderr)
     else:
-        section = trainer.policy_section()
-    default = run.base_rule(tuned, LoadedPolicy(section).encoding)
+        policy = trainer.policy()
+    default = run.base_rule(tuned, policy.encoding)
     if default is not None:
-        section = run.guard(section, default)
+        policy = run.guard(policy, default)
     capped_by_user = spec.system.kind != "control" or "eval_arrivals" in given  # a steady state runs to its budget
-    metrics = run.evaluate(LoadedPolicy(section), args.eval_arrivals if capped_by_user else None)
+    metrics = run.evaluate(policy, args.eval_arrivals if capped_by_user else None)
     metrics.update({"lam": trainer.lam, "rbar": float(trainer.learner.rbar), "decisions": trainer.decisions,
-                    "scenario": trainer.spec.name, "seed": config.seed, "bias": section.get("bias", 0.0)})
-    section["metrics"] = metrics
-    exported = run.export(section, out)[2:]
-    return metrics, exported, section
+                    "scenario": trainer.spec.name, "seed": config.seed, "bias": policy.bias})
+    policy = policy.replace(metrics=metrics)
+    exported = run.export(policy, out)[2:]
+    return metrics, exported, policy
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -36,7 +36,7 @@ def upper_bound(m: dict, confidence: float) -> float:
     return m["violation"] + NormalDist().inv_cdf(confidence) * m["violation_se"]
 
 
-def calibrate_bias(section: dict, spec: NetworkSpec, target: float, arrivals: int = 200_000, seed: int = 555,
+def calibrate_bias(policy: LoadedPolicy, spec: NetworkSpec, target: float, arrivals: int = 200_000, seed: int = 555,
                    iterations: int = 5, confidence: float = 0.95, num_envs: int = 1000, settle: int = 200,
                    deadline: float | None = None, progress: Callable[[str], None] | None = None, randomise: bool = False
                    ) -> tuple[float, dict]:
@@ -57,7 +57,7 @@ def calibrate_bias(section: dict, spec: NetworkSpec, target: float, arrivals: in
     phases, windows in time; lockstep instances cannot share a warm-up there: in the steps a
     busy hour needs to warm up, a quiet one lives through several hours), on the same seed.
     """
-    start = LoadedPolicy(section)
+    start = policy
     if spec.period is not None:
         def evaluated(policy: LoadedPolicy) -> dict:
             return evaluate(policy, spec, arrivals, seed, num_envs)
@@ -68,7 +68,7 @@ def calibrate_bias(section: dict, spec: NetworkSpec, target: float, arrivals: in
             return shared(policy, arrivals, num_envs)
 
     def run(bias: float, margin: float = 0.0, mix: float = 0.0) -> dict:
-        m = evaluated(LoadedPolicy({**section, "bias": bias, "margin": margin, "mix": mix}))
+        m = evaluated(policy.replace(bias=bias, margin=margin, mix=mix))
         if m["acceptance"] == 0:  # nothing accepted: nothing violated
             m["violation"], m["violation_se"] = 0.0, 0.0
         m["violation_upper"] = upper_bound(m, confidence)
@@ -81,7 +81,7 @@ def calibrate_bias(section: dict, spec: NetworkSpec, target: float, arrivals: in
                      f"against {target:g}")
         return m
 
-    step = 0.25 * max(1.0, float(section.get("lam", 1.0)))
+    step = 0.25 * max(1.0, float(policy.section.get("lam", 1.0)))
     lo, hi = -step, step  # want violation(lo) > target >= violation(hi)
     m_hi = run(hi)
     while m_hi["violation_upper"] > target and hi < 1e4 * step:
@@ -130,12 +130,13 @@ def _false_position(run: Callable[[float], dict], lo: float, m_lo: dict, hi: flo
     return hi, m_hi, lo, m_lo
 
 
-def calibrated(section: dict, bias: float, m: dict, target: float, confidence: float = 0.95, **record) -> dict:
-    """``section`` at the operating point ``calibrate_bias`` found (``bias``; its evaluation
+def calibrated(policy: LoadedPolicy, bias: float, m: dict, target: float, confidence: float = 0.95,
+               **record) -> LoadedPolicy:
+    """``policy`` at the operating point ``calibrate_bias`` found (``bias``; its evaluation
     ``m`` holds ``margin`` and ``mix``), with a record of it under ``calibration`` (``record``:
     more of it, e.g. the seed)."""
-    return {**section, "bias": bias, "margin": m["margin"], "mix": m["mix"],
-            "calibration": {"target": target, "confidence": confidence, "arrivals": m["arrivals"],
-                            "acceptance": m["acceptance"], "violation": m["violation"],
-                            "violation_upper": m["violation_upper"], "margin": m["margin"], "mix": m["mix"],
-                            **record}}
+    return policy.replace(bias=bias, margin=m["margin"], mix=m["mix"],
+                          calibration={"target": target, "confidence": confidence, "arrivals": m["arrivals"],
+                                       "acceptance": m["acceptance"], "violation": m["violation"],
+                                       "violation_upper": m["violation_upper"], "margin": m["margin"],
+                                       "mix": m["mix"], **record})

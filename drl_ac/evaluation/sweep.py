@@ -33,7 +33,6 @@ def run_trial(trial: dict) -> dict:
     results in this process, a process pool or on Ray workers of the same machine type."""
     import torch
 
-    from drl_ac.checkpoint import LoadedPolicy
     from drl_ac.evaluation.metrics import evaluate
     from drl_ac.learning.trainer import TrainConfig, Trainer
     from drl_ac.tracking import WandbLogger
@@ -49,7 +48,7 @@ def run_trial(trial: dict) -> dict:
         logger = WandbLogger(trial.get("wandb", False), config.to_dict(), group=trial.get("group"),
                              name=f"{trial['scenario']}-lam{trial['lam']}-seed{trial['seed']}")
         trainer.train(callback=lambda tr: logger.log(tr.progress(), step=tr.decisions), callback_every=50)
-        metrics = evaluate(LoadedPolicy(trainer.policy_section()), trainer.spec, arrivals=int(trial["arrivals"]),
+        metrics = evaluate(trainer.policy(), trainer.spec, arrivals=int(trial["arrivals"]),
                            seed=int(trial["seed"]) + 10_000)
         g = lagrangian(metrics, float(trial["lam"]), trainer.spec.eps)
         logger.finish({**metrics, "g": g})

@@ -26,6 +26,7 @@ from drl_ac.checkpoint import (
     FORMAT_VERSION,
     POLICY_FORMAT,
     CheckpointError,
+    LoadedPolicy,
     load_file,
     save_atomic,
     to_arrays,
@@ -455,6 +456,12 @@ class Trainer:
                 "encoding": self.encoding.to_dict(), "scenario": self.spec.to_dict(),
                 "lam": self.lam, "rbar": float(self.learner.rbar), "decisions": self.decisions,
                 "config": self.config.to_dict(), "metrics": metrics or {}, "versions": versions()}
+
+    def policy(self) -> LoadedPolicy:
+        """The greedy policy now, as a typed object with weights of its own (training on does
+        not change it)."""
+        section = self.policy_section()
+        return LoadedPolicy({**section, "state_dict": {k: v.clone() for k, v in section["state_dict"].items()}})
 
     def state_dict(self) -> dict[str, Any]:
         return {"format": CHECKPOINT_FORMAT, "version": FORMAT_VERSION, "versions": versions(),

@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from drl_ac import rules
+from drl_ac.checkpoint import LoadedPolicy
 from drl_ac.evaluation.metrics import Z95, Z95_ONE_SIDED, paired_difference, replay
 from drl_ac.evaluation.selection import (
     EVALUATION,
@@ -309,21 +310,21 @@ def guard_candidates(taken: list[Candidate], spec: NetworkSpec, default: Any, se
                             {**taken[0].section, **default.guard_fields(), "bias": math.inf})]
 
 
-def guard(section: dict, spec: NetworkSpec, default: Any, seed: int = 0, budget: str = "quick",
+def guard(policy: LoadedPolicy, spec: NetworkSpec, default: Any, seed: int = 0, budget: str = "quick",
           quantiles: tuple[float, ...] = (0.5, 0.9, 0.99), progress: Callable[[str], None] = lambda s: None
-          ) -> tuple[dict, list[dict]]:
+          ) -> tuple[LoadedPolicy, list[dict]]:
     """A control system's learned policy guarded by its best guarding rule (``guard_rule``:
     a constant action, a load or own-server threshold, the signalled pool): the greedy network, it guarded
     at bias ``quantiles`` of its positive advantages over the rule's action, and the rule
     itself (bias infinite); the one with the lowest mean response in
     steady state on seed + VALIDATION (never the evaluation seed), among the stationary ones.
-    Returns the chosen policy section and every candidate's score.
+    Returns the chosen policy and every candidate's score.
 
     Why: a network's greedy rule leaves a good rule in states where its value differences are
     noise, and in steady state that costs more than its real gains; the guard keeps the
     rule's action there, and the rule itself is a candidate, so the choice is never worse
     than the rule on the validation seed."""
-    candidates = guard_candidates([Candidate("greedy", section)], spec, default, seed, quantiles)
+    candidates = guard_candidates([Candidate("greedy", policy.section)], spec, default, seed, quantiles)
     options = _budget(budget)["evaluation"]
 
     def score(policy: Policy) -> dict:
@@ -336,7 +337,8 @@ def guard(section: dict, spec: NetworkSpec, default: Any, seed: int = 0, budget:
              + "; ".join(c.label for c in candidates))
     chosen, scored = choose(candidates, score)
     progress(f"chose {chosen.label}")
-    return {**chosen.section, "selection": {"chosen": chosen.label, "scores": scored}}, scored
+    return LoadedPolicy({**chosen.section, "selection": {"chosen": chosen.label, "scores": scored}},
+                        policy.module.qnet), scored
 
 
 def compare(policy: Policy, spec: NetworkSpec, seed: int = 0, budget: str = "quick",

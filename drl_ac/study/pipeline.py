@@ -127,21 +127,22 @@ class Run:
             return None
         return guard_rule(self.spec, tuned, encoding or ObservationEncoding.for_spec(self.spec))
 
-    def calibrate(self, section: dict, arrivals: int = 200_000, randomise: bool = True, confidence: float = 0.95,
-                  target: float | None = None) -> dict:
-        """``section`` (an admission policy) at the most accepting operating point whose
+    def calibrate(self, policy: LoadedPolicy, arrivals: int = 200_000, randomise: bool = True,
+                  confidence: float = 0.95, target: float | None = None) -> LoadedPolicy:
+        """``policy`` (an admission policy) at the most accepting operating point whose
         violation is <= ``target`` (default eps) with ``confidence`` on the validation seed
         (``calibrate_bias``; ``randomise``: with its mixing at the margin), a record of it
         under ``calibration``."""
         target = self.spec.eps if target is None else target
-        bias, m = calibrate_bias(section, self.spec, target, arrivals=arrivals, seed=self.validation_seed,
+        bias, m = calibrate_bias(policy, self.spec, target, arrivals=arrivals, seed=self.validation_seed,
                                  confidence=confidence, progress=self.progress, randomise=randomise)
-        return calibrated(section, bias, m, target, confidence, seed=self.validation_seed)
+        return calibrated(policy, bias, m, target, confidence, seed=self.validation_seed)
 
-    def guard(self, section: dict, rule: Any, quantiles: tuple[float, ...] = (0.5, 0.9, 0.99)) -> dict:
+    def guard(self, policy: LoadedPolicy, rule: Any, quantiles: tuple[float, ...] = (0.5, 0.9, 0.99)
+              ) -> LoadedPolicy:
         """A control policy guarded by ``rule`` (``base_rule``), the guard's bias chosen on the
         validation seed (``guard``)."""
-        return guard(section, self.spec, rule, self.seed, self.budget, quantiles, self.progress)[0]
+        return guard(policy, self.spec, rule, self.seed, self.budget, quantiles, self.progress)[0]
 
     def evaluate(self, policy: Callable, arrivals: int | None = None) -> dict:
         """``policy`` on the evaluation seed: a control system in steady state (at most about
@@ -155,16 +156,16 @@ class Run:
         return evaluate(policy, self.spec, arrivals=200_000 if arrivals is None else arrivals,
                         seed=self.evaluation_seed)
 
-    def export(self, section: dict, out: Path) -> list[Path]:
+    def export(self, policy: LoadedPolicy, out: Path) -> list[Path]:
         """The policy folder: ``policy.pt`` and its exports (``save_policy_folder``)."""
-        return save_policy_folder(section, out)
+        return save_policy_folder(policy, out)
 
-    def compare(self, section: dict, tuned: dict[str, TuningResult] | None = None,
+    def compare(self, policy: LoadedPolicy, tuned: dict[str, TuningResult] | None = None,
                 measured: dict[str, dict] | None = None) -> tuple[dict[str, dict], Verdict]:
         """The policy against every tuned rule (``tuned``: tuned here when None; ``measured``:
         their rows, when already measured) in steady state on the evaluation seed, and the
         verdict (``compare``)."""
-        return compare(LoadedPolicy(section), self.spec, self.seed, self.budget, progress=self.progress,
+        return compare(policy, self.spec, self.seed, self.budget, progress=self.progress,
                              tuned=tuned, measured=measured)
 
 

@@ -308,11 +308,11 @@ def candidates(config: StudyConfig, run: Run, tuned: dict) -> tuple[list, list[s
     arrivals = config.calibration_arrivals or CALIBRATION[config.budget]
     out = []
     for c in taken:
-        section = run.calibrate(c.section, arrivals)
-        m = section["calibration"]
-        say(f"calibrated {c.label}: bias {section['bias']:.4f}, and w.p. {m['mix']:.4f} within {m['margin']:.4f} "
+        policy = run.calibrate(c.policy(), arrivals)
+        m = policy.section["calibration"]
+        say(f"calibrated {c.label}: bias {policy.bias:.4f}, and w.p. {m['mix']:.4f} within {m['margin']:.4f} "
             f"below it, violation upper bound {m['violation_upper']:.4f}")
-        out.append(Candidate(f"{c.label}, calibrated", section))
+        out.append(Candidate(f"{c.label}, calibrated", policy.section))
     return out, labels
 
 
@@ -381,7 +381,7 @@ def study_load(job: dict[str, Any], say: Say | None = None) -> dict[str, Any]:
         tuned = run.tune_rules()
         cands, learners = candidates(config, run, tuned)
         chosen, scored = choose(cands, spec, run.seed, config.budget, say)
-        rows, verdict = run.compare(chosen.section, tuned)
+        rows, verdict = run.compare(chosen.policy(), tuned)
     finally:
         torch.set_num_threads(threads)
     say(verdict.line())
@@ -416,7 +416,7 @@ def run_study(config: StudyConfig, progress: Say = lambda s: None) -> dict[str, 
 
 
 def _run_study(config: StudyConfig, progress: Say, out: Path) -> dict[str, Any]:
-    from drl_ac.checkpoint import save_policy_folder, write_json
+    from drl_ac.checkpoint import LoadedPolicy, save_policy_folder, write_json
 
     t0 = time.perf_counter()
     loads: list[float | None] = list(config.loads) if config.loads is not None else [None]
@@ -434,7 +434,7 @@ def _run_study(config: StudyConfig, progress: Say, out: Path) -> dict[str, Any]:
     results, summaries = [], []
     for r in run_jobs(fn, jobs, 1 if local else workers, config.ray):
         folder = config.load_folder(r["load"])
-        files = [str(p) for p in save_policy_folder(r["section"], folder)]
+        files = [str(p) for p in save_policy_folder(LoadedPolicy(r["section"]), folder)]
         comparison = {**head, **{k: v for k, v in r.items() if k not in ("section", "report")}}
         files.append(str(write_json(folder / "comparison.json", comparison)))
         (folder / "report.md").write_text(r["report"])

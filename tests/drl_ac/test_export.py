@@ -165,7 +165,7 @@ def test_a_randomised_admission_policy_given_the_same_uniforms_decides_alike_in_
                "margin": margin, "mix": 0.35, "mix_seed": 9, "encoding": None}
     section.pop("encoding")
     section["scenario"] = {"stations": [{}] * D}  # a version-1 style layout: D queue lengths
-    pt2, onnx_path = export_policy(section, tmp_path)
+    pt2, onnx_path = export_policy(LoadedPolicy(section), tmp_path)
     session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     assert [i.name for i in session.get_inputs()] == ["obs", "u"]
     u = np.random.default_rng(3).random(len(x), dtype=np.float32)

@@ -66,7 +66,7 @@ def test_calibrated_bias_keeps_the_exact_violation_below_eps():
     assert exact[7] == pytest.approx(0.0747, abs=1e-4) and exact[8] == pytest.approx(0.1065, abs=1e-4)
     section = queue_section(spec)
     assert threshold_of(section) == 2  # bias 0: accept with nobody waiting
-    bias, m = calibrate_bias(section, spec, spec.eps, arrivals=20_000, seed=555, num_envs=100)
+    bias, m = calibrate_bias(LoadedPolicy(section), spec, spec.eps, arrivals=20_000, seed=555, num_envs=100)
     calibrated = {**section, "bias": bias}
     K = threshold_of(calibrated)
     assert m["violation_upper"] <= spec.eps and m["violation_upper"] == pytest.approx(upper_bound(m, 0.95))
@@ -80,7 +80,7 @@ def test_a_policy_that_accepts_every_job_within_eps_ends_the_search():
     # no longer doubles the bias a dozen more times (a 200-station tandem: 8 min -> 2.5 min)
     spec = load_spec("mmc_c1", d_ub=1e6)
     lines: list[str] = []
-    bias, m = calibrate_bias(queue_section(spec), spec, spec.eps, arrivals=2_000, seed=555, num_envs=20,
+    bias, m = calibrate_bias(LoadedPolicy(queue_section(spec)), spec, spec.eps, arrivals=2_000, seed=555, num_envs=20,
                              progress=lines.append)
     assert m["acceptance"] == 1.0 and m["violation"] == 0.0
     # hi, then lo doubled until a bias accepts all (-4: up to 53 waiting), not on to -1e4 x 0.25
@@ -98,7 +98,8 @@ def test_randomising_at_the_margin_spends_the_budget_a_threshold_leaves():
     # (read exactly, as P(admit | n) on the birth-death chain) must beat every threshold.
     spec = load_spec("mmc_c1")
     section = queue_section(spec)
-    bias, m = calibrate_bias(section, spec, spec.eps, arrivals=20_000, seed=555, num_envs=100, randomise=True)
+    bias, m = calibrate_bias(LoadedPolicy(section), spec, spec.eps, arrivals=20_000, seed=555, num_envs=100,
+                             randomise=True)
     assert 0 < m["mix"] < 1 and m["margin"] > 0 and m["violation_upper"] <= spec.eps
     calibrated = {**section, "bias": bias, "margin": m["margin"], "mix": m["mix"]}
     exact = solve_lp(1, 1.0, 0.9, 8.0, spec.eps, 200, fixed_accept=admit_vector(calibrated, 200))

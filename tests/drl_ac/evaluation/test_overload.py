@@ -74,7 +74,7 @@ def test_calibration_of_an_untrained_policy_on_an_overloaded_system_ends_feasibl
     trainer = Trainer(TrainConfig(scenario="paper_tandem", num_envs=16, steps=16, device="cpu"), spec=overloaded)
     lines: list[str] = []
     t0 = time.perf_counter()
-    bias, m = calibrate_bias(trainer.policy_section(), overloaded, 0.1, arrivals=2_000, num_envs=20,
+    bias, m = calibrate_bias(trainer.policy(), overloaded, 0.1, arrivals=2_000, num_envs=20,
                              progress=lines.append)
     assert time.perf_counter() - t0 < 120
     assert m["violation_upper"] <= 0.1 and "overloaded" not in m

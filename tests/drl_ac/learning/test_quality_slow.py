@@ -3,7 +3,6 @@
 import pytest
 
 from drl_ac import TrainConfig, Trainer, evaluate
-from drl_ac.checkpoint import LoadedPolicy
 
 
 @pytest.mark.slow
@@ -11,7 +10,7 @@ def test_paper_tandem_default_training_meets_quality_target():
     """Issue target: violation <= 0.105 and acceptance >= 0.85 over 200k arrivals (lam 8, eps 0.1)."""
     trainer = Trainer(TrainConfig(scenario="paper_tandem", lam="scenario"))
     trainer.train()
-    m = evaluate(LoadedPolicy(trainer.policy_section()), trainer.spec, arrivals=200_000)
+    m = evaluate(trainer.policy(), trainer.spec, arrivals=200_000)
     assert m["violation"] <= 0.105 and m["acceptance"] >= 0.85, m
 
 

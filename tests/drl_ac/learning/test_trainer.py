@@ -51,8 +51,7 @@ def test_short_training_accepts_empty_and_rejects_long_queues(mm1_yaml):
 
 
 def load_policy_from(trainer):
-    from drl_ac.checkpoint import LoadedPolicy
-    return LoadedPolicy(trainer.policy_section())
+    return trainer.policy()
 
 
 def test_resume_matches_uninterrupted_run(mm1_yaml, tmp_path):
@@ -151,7 +150,7 @@ def test_calibrated_bias_meets_target_and_moves_operating_point(mm1_yaml):
     trainer = Trainer(small_config(mm1_yaml, steps=20_000))
     trainer.train()
     section = trainer.policy_section()
-    bias, m = calibrate_bias(section, trainer.spec, target=0.05, arrivals=10_000, iterations=4)
+    bias, m = calibrate_bias(LoadedPolicy(section), trainer.spec, target=0.05, arrivals=10_000, iterations=4)
     assert m["violation"] <= 0.05
     looser = evaluate(LoadedPolicy({**section, "bias": bias - 1.0}), trainer.spec, arrivals=10_000, seed=555)
     assert looser["acceptance"] >= m["acceptance"]
@@ -252,7 +251,7 @@ def test_calibration_of_a_periodic_cell_holds_dropping_with_its_margin():
     trainer = Trainer(TrainConfig(scenario="day", num_envs=64, steps=64 * 200, learning_starts=2000), spec=spec)
     trainer.train()
     section = trainer.policy_section()
-    bias, m = calibrate_bias(section, spec, target=0.03, arrivals=6000, num_envs=60, iterations=3)
+    bias, m = calibrate_bias(LoadedPolicy(section), spec, target=0.03, arrivals=6000, num_envs=60, iterations=3)
     again = evaluate(LoadedPolicy({**section, "bias": bias}), spec, arrivals=6000, seed=555, num_envs=60)
     assert m["dropping"] == m["violation"] == again["dropping"]  # the evaluation itself, on its seed
     assert m["violation_upper"] == pytest.approx(m["dropping_upper"]) and m["dropping_upper"] <= 0.03

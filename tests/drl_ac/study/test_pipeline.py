@@ -49,12 +49,15 @@ def test_calibrate_meets_eps_on_the_validation_seed_and_records_it():
     spec = load_spec("mmc_c1")
     trainer = Trainer(TrainConfig(scenario="mmc_c1", steps=4_000, num_envs=32, seed=0), spec=spec)
     trainer.train()
-    section = Run(spec, seed=0).calibrate(trainer.policy_section(), arrivals=20_000)
-    cal = section["calibration"]
+    policy = Run(spec, seed=0).calibrate(trainer.policy(), arrivals=20_000)
+    cal = policy.section["calibration"]
     assert cal["seed"] == VALIDATION and cal["target"] == spec.eps
     assert cal["violation_upper"] <= spec.eps + 1e-12
-    again = Run(spec, seed=0).calibrate(trainer.policy_section(), arrivals=20_000)
-    assert again["bias"] == section["bias"] and again["mix"] == section["mix"]  # same seed, same point
+    assert (policy.bias, policy.mix) == (policy.section["bias"], cal["mix"])
+    again = Run(spec, seed=0).calibrate(trainer.policy(), arrivals=20_000)
+    assert again.bias == policy.bias and again.mix == policy.mix  # same seed, same point
+    assert again.module.qnet is not policy.module.qnet  # each trainer.policy() is loaded on its own
+    assert policy.replace(bias=0.0).module.qnet is policy.module.qnet  # a change of settings shares the network
 
 
 def test_base_rule_only_on_a_control_system():
@@ -64,7 +67,7 @@ def test_base_rule_only_on_a_control_system():
     tuned = run.tune_rules()
     rule = run.base_rule(tuned)
     assert rule is not None and rule.describe()
-    policy = LoadedPolicy(run.guard(train_section(red), rule))
+    policy = run.guard(LoadedPolicy(train_section(red)), rule)
     assert policy(np.zeros((3, policy.encoding.width))).shape == (3,)
 
 

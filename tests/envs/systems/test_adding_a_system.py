@@ -108,5 +108,5 @@ def test_its_rules_are_tuned_by_drl_ac_and_a_run_judges_a_learner(spec):
     trainer.train()
     rule = run.base_rule(tuned)
     assert isinstance(rule, ConstantAction)  # the best rule that can guard: the fast server
-    rows, verdict = run.compare(run.guard(trainer.policy_section(), rule), tuned)
+    rows, verdict = run.compare(run.guard(trainer.policy(), rule), tuned)
     assert {"learned", *tuned} <= set(rows) and verdict.outcome in ("better", "no worse", "worse")
