@@ -88,10 +88,10 @@ BUDGETS: dict[str, Budget] = {
               "redundancy_ps --baselines": "every fixed d, the load and own-server thresholds tuned, measured and checked for "
                                            "stability (about a minute at the smoke budget; tests/drl_ac/study "
                                            "covers the comparison in the default run)"}),
-    "experiments/cell.py": Budget(set={"--quick": True, "--out": "{out}", "--quiet": True},
-                                  writes=("{out}/cell.json",),
-                                  slow="cell_5g's rules are tuned and evaluated over whole days: more than 3 "
-                                       "minutes even with --quick"),
+    "experiments/cell.py": Budget(set=STUDY_SMOKE, writes=STUDY_FILES,
+                                  slow="cell_5g's six rules are tuned and evaluated over whole days: minutes even "
+                                       "at the smoke budget (tests/experiments/test_cell.py runs the preset on a "
+                                       "small cell)"),
     "experiments/optimality.py": Budget(
         set={"--steps": "2000", "--arrivals": "500", "--num-envs": "64", "--cell-envs": "32",
              "--json": "{out}/optimality.json"},

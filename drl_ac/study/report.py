@@ -1,6 +1,8 @@
-"""What a study writes: a load's report (``report``), the study's table over every load held
-in its folder (``summary``, ``held_results``), how each row was made (``commands``, ``commit``),
-the plot of the headline per load (``plot``) and the summary files (``write_summary``)."""
+"""What a study writes: a load's report (``report``: with a system's own table, e.g. a cell's per
+UE type) and, for a periodic system, its plot per phase (``phase_plot``); the study's table over
+every load held in its folder (``summary``, ``held_results``), how each row was made
+(``commands``, ``commit``), the plot of the headline per load (``plot``) and the summary files
+(``write_summary``)."""
 
 from __future__ import annotations
 
@@ -50,7 +52,48 @@ def report(spec: NetworkSpec, rows: dict[str, dict], verdict: study.Verdict, cho
     if d is not None:
         lines.append(f"\nPaired difference, learned - {verdict.best_rule} on {head.measure}: {d['difference']:+.4f} "
                      f"[{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}] (95%, {'paired over instances' if d['paired'] else 'unpaired'})")
+    own = spec.system.own_measures()
+    measured = [{"policy": name, **m} for name, m in rows.items() if "arrivals" in m]
+    if own is not None and measured:  # the system's own measures, e.g. a cell's per UE type
+        lines += ["", own.table(measured, spec)]
     return "\n".join(lines) + "\n"
+
+
+def phase_plot(rows: dict[str, dict], spec: NetworkSpec, path: Path) -> Path:
+    """A periodic system's headline and constraint per phase bin of its period (``rows``: a
+    comparison's), with 95% intervals: the learned policy and every rule that met the
+    constraint, so that a reader sees where in the day each one blocks or drops."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    head, eps = spec.system.headline, spec.eps
+    keys = [k for k in (head.measure, head.constraint) if k is not None and f"{k}_by_phase" in rows["learned"]]
+    shown = ["learned"] + [n for n, m in rows.items() if n != "learned" and f"{keys[0]}_by_phase" in m
+                           and study.feasible(m, spec)]
+    bins, period = rows["learned"]["phase_bins"], spec.period
+    hours = period == 1440.0 and bins == 24
+    x = np.arange(bins) + 0.5 if hours else (np.arange(bins) + 0.5) * period / bins
+    fig, axes = plt.subplots(1, len(keys), figsize=(6.4 * len(keys), 4.2), squeeze=False)
+    for ax, key in zip(axes[0], keys, strict=True):
+        for name in shown:
+            m = rows[name]
+            y = np.array(m[f"{key}_by_phase"], float)
+            ci = np.array([c if c is not None else [np.nan, np.nan] for c in m[f"{key}_by_phase_ci"]], float)
+            line, = ax.plot(x, y, marker="o", ms=3, label=f"{name} ({m[key]:.4f})")
+            ax.fill_between(x, ci[:, 0], ci[:, 1], color=line.get_color(), alpha=0.2, linewidth=0)
+        if key == head.constraint:
+            ax.axhline(eps, color="black", linestyle=":", label=f"eps {eps:g}")
+        ax.set_xlabel("hour of the day" if hours else "time in the period")
+        ax.set_ylabel(key)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{spec.name}: by {'hour' if hours else 'phase'} (95% intervals)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def summary(results: list[dict]) -> str:

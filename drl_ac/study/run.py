@@ -41,7 +41,7 @@ from drl_ac.cli import HelpFormatter, dataclass_flags, progress_printer
 from drl_ac.folder_lock import FolderLock
 from drl_ac.parallel import run_jobs
 from drl_ac.study.pipeline import Run
-from drl_ac.study.report import commit, report, write_summary
+from drl_ac.study.report import commit, phase_plot, report, write_summary
 from envs import NetworkSpec, SpecError, load_spec
 from envs.compiled import check_engine, use_engine
 
@@ -357,6 +357,12 @@ def choose(cands: Sequence, spec: NetworkSpec, seed: int, budget: str, say: Say)
     return cands[chosen], scored
 
 
+def study_spec(config: StudyConfig, load: float | None) -> tuple[NetworkSpec, NetworkSpec]:
+    """The study's scenario (with its eps) and the system at ``load`` (None: as it is)."""
+    base = load_spec(config.scenario, eps=config.eps) if config.eps is not None else load_spec(config.scenario)
+    return base, base if load is None else at_load(base, load)
+
+
 def study_load(job: dict[str, Any], say: Say | None = None) -> dict[str, Any]:
     """One load of a study (the module's steps 1 to 6 but the files): a job for a local
     process or a Ray task. ``job``: ``{"config": StudyConfig.to_dict(), "load": float | None}``.
@@ -374,8 +380,7 @@ def study_load(job: dict[str, Any], say: Say | None = None) -> dict[str, Any]:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        base = load_spec(config.scenario, eps=config.eps) if config.eps is not None else load_spec(config.scenario)
-        spec = base if load is None else at_load(base, load)
+        base, spec = study_spec(config, load)
         say(f"{spec.system.describe()}")
         run = Run(spec, load_seed(config.seed, load), config.budget, say)
         tuned = run.tune_rules()
@@ -439,6 +444,9 @@ def _run_study(config: StudyConfig, progress: Say, out: Path) -> dict[str, Any]:
         files.append(str(write_json(folder / "comparison.json", comparison)))
         (folder / "report.md").write_text(r["report"])
         files.append(str(folder / "report.md"))
+        spec = study_spec(config, r["load"])[1]
+        if f"{spec.system.headline.measure}_by_phase" in comparison["rows"]["learned"]:  # a periodic system
+            files.append(str(phase_plot(comparison["rows"], spec, folder / "by_phase.png")))
         summaries.append({"load": r["load"], "rate": r["rate"], "folder": str(folder), "files": files,
                           "chosen": r["chosen"], "verdict": r["verdict"], "verdict_line": r["verdict_line"],
                           "stability": r["stability"]["learned"], "seconds": r["seconds"]})
