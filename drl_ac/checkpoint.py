@@ -239,7 +239,7 @@ class LoadedPolicy:
     of a search see the same draws, and a run is reproducible)."""
 
     def __init__(self, section: dict, qnet: QNetwork | None = None):
-        self.section = section
+        self.section = dict(section)  # its settings are read once, below: a later change to the caller's dict is not one
         self.metadata = {k: v for k, v in section.items() if k != "state_dict"}
         self.obs_dim = int(section["obs_dim"])
         self.num_actions = int(section.get("num_actions", 2))
@@ -258,7 +258,11 @@ class LoadedPolicy:
     def replace(self, **settings: Any) -> LoadedPolicy:
         """This policy with ``settings`` (e.g. ``bias``, ``margin``, ``mix``, ``default_action``,
         ``default_rule``, a record like ``calibration`` or ``metrics``) set in its section; the
-        network is shared, not rebuilt."""
+        network is shared, not rebuilt (so its weights and shape cannot be among ``settings``)."""
+        weights = sorted(set(settings) & {"state_dict", "obs_dim", "hidden", "scale", "num_actions", "encoding"})
+        if weights:
+            raise ValueError(f"replace: {', '.join(weights)} belong to the network, which replace shares. Fix: build "
+                             "a new LoadedPolicy from a section with them.")
         return LoadedPolicy({**self.section, **settings}, self.module.qnet)
 
     def reset(self) -> None:

@@ -138,8 +138,8 @@ def _field_options(hint: Any, default: Any, doc: str) -> dict[str, Any]:
 
 def dataclass_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup, cls: type, preset: Any = None,
                     only: Iterable[str] | None = None, options: dict[str, dict[str, Any]] | None = None) -> list[str]:
-    """One flag per field of the dataclass ``cls`` (``only``: these fields), the one way every
-    entry point makes its flags: the default is ``preset``'s value (default ``cls()``), the
+    """One flag per field of the dataclass ``cls`` (``only``: these fields), how the command
+    lines of a run and a study are made: the default is ``preset``'s value (default ``cls()``), the
     help the field's docstring, the type read from its hint (``_field_options``); ``options``
     per field replace what is derived (choices, a parser, a default with its meaning). Returns
     the fields' names (argparse's dests)."""

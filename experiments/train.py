@@ -104,8 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(description=__doc__, formatter_class=HelpFormatter)
     d = TrainConfig()
     # what a scenario's training block may set: None here, so that the block applies unless the flag is typed
-    from_scenario = {n: {"default": None, "help": f"{field_docs(TrainConfig)[n]} (default: the scenario's training "
-                         f"block, else {getattr(d, n)})"} for n in TRAINING_KEYS}
+    docs = field_docs(TrainConfig)
+    from_scenario = {n: {"default": None, "help": f"{docs[n]} (on --resume the checkpoint's; default: the scenario's "
+                         f"training block, else {getattr(d, n)})"} for n in TRAINING_KEYS}
     dataclass_flags(p.add_argument_group("training (TrainConfig)"), TrainConfig, d, TRAIN_FIELDS, from_scenario | {
         "lam": {"type": parse_lam}, "delay": {"choices": ["sojourn", "paper"]}, "cost": {"choices": list(COSTS)},
         "targets": {**from_scenario["targets"], "choices": list(TARGETS)}})
@@ -194,9 +195,9 @@ def check_applicable(spec: NetworkSpec, config: TrainConfig, given: set[str]) ->
     """Refuse flags typed for this run that its system would ignore (the trainer refuses
     ``--reset-backlog`` where it cannot apply): a user who set them expects them to act."""
     admission = spec.system.kind != "control"
-    rules = ((("lam", "lam_eta", "lam_kp", "lam_margin", "calibrate", "randomise", "confidence"), admission,
-              "an admission constraint's multiplier and calibration"),
-             (("base", "targets"), not admission, "how a control system (redundancy, pools) learns"),
+    rules = ((("lam", "lam_init", "lam_eta", "lam_kp", "lam_every", "lam_margin", "lam_start", "calibrate",
+               "randomise", "confidence"), admission, "an admission constraint's multiplier and calibration"),
+             (("base", "base_exploration", "targets"), not admission, "how a control system (redundancy, pools) learns"),
              (("cost",), spec.objective == "response_time", "a response-time objective's cost"),
              (("rollout_horizon", "rollout_every", "rollout_start"), config.targets == "rollout",
               "rollout targets (--targets rollout on a control system)"))

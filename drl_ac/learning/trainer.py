@@ -33,6 +33,7 @@ from drl_ac.checkpoint import (
     to_tensors,
     versions,
 )
+from drl_ac.cli import flag_of
 from drl_ac.evaluation.metrics import phase_offsets
 from drl_ac.learning.interaction import act, epsilon_greedy
 from drl_ac.learning.learner import DifferentialQLearner, LearnerConfig
@@ -239,13 +240,15 @@ def _finite_at_least(low: float) -> Callable[[Any], bool]:
 
 
 def _check(value: Any, name: str, flag: str | None, ok: Callable[[Any], bool], want: str, fix: str) -> None:
-    """Raise ``ValueError("name (--flag) must be WANT, got VALUE. Fix: FIX.")`` unless ``ok(value)``."""
+    """Raise ``ValueError("name (--flag) must be WANT, got VALUE. Fix: FIX.")`` unless ``ok(value)``
+    (``flag`` None: the field's own, ``--lam-every`` for ``lam_every``: every field is a flag of
+    ``experiments/train.py``)."""
     try:
         good = bool(ok(value))
     except TypeError:
         good = False
     if not good:
-        label = f"{name} ({flag})" if flag else name
+        label = f"{name} ({flag or flag_of(name.removeprefix('learner.'))})"
         raise ValueError(f"{label} must be {want}, got {value!r}. Fix: {fix}.")
 
 

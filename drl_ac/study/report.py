@@ -1,5 +1,6 @@
 """What a study writes: a load's report (``report``: with a system's own table, e.g. a cell's per
-UE type) and, for a periodic system, its plot per phase (``phase_plot``); the study's table over
+UE type) and, where its measures are per phase (a cell's), its plot per phase (``phase_plot``); the
+study's table over
 every load held in its folder (``summary``, ``held_results``), how each row was made
 (``commands``, ``commit``), the plot of the headline per load (``plot``) and the summary files
 (``write_summary``)."""
@@ -61,14 +62,18 @@ def report(spec: NetworkSpec, rows: dict[str, dict], verdict: study.Verdict, cho
 
 def phase_plot(rows: dict[str, dict], spec: NetworkSpec, path: Path) -> Path:
     """A periodic system's headline and constraint per phase bin of its period (``rows``: a
-    comparison's), with 95% intervals: the learned policy and every rule that met the
-    constraint, so that a reader sees where in the day each one blocks or drops."""
+    comparison's, whose measures are per phase: ``NAME_by_phase``, as a cell's), with 95%
+    intervals: the learned policy and every rule that met the constraint, so that a reader sees
+    where in the day each one blocks or drops."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     head, eps = spec.system.headline, spec.eps
     keys = [k for k in (head.measure, head.constraint) if k is not None and f"{k}_by_phase" in rows["learned"]]
+    if not keys:
+        raise ValueError(f"phase_plot: the rows of {spec.name} hold no {head.measure}_by_phase. Fix: plot a system "
+                         "whose measures are per phase (a cell's).")
     shown = ["learned"] + [n for n, m in rows.items() if n != "learned" and f"{keys[0]}_by_phase" in m
                            and study.feasible(m, spec)]
     bins, period = rows["learned"]["phase_bins"], spec.period

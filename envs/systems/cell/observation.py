@@ -69,6 +69,12 @@ class CellEncoding(ObservationEncoding):
 
     cell_bands: int = 0
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.cell_bands < 0:
+            raise ValueError(f"cell_bands: CQI bands observed per type, 0 or more, got {self.cell_bands}. Fix: 0 "
+                             "observes no bands.")
+
     @classmethod
     def reads(cls, d: dict[str, Any]) -> bool:
         return int(d.get("cell_bands", -1)) >= 0  # what every saved cell policy holds

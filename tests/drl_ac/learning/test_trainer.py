@@ -54,6 +54,24 @@ def load_policy_from(trainer):
     return trainer.policy()
 
 
+def test_a_policy_taken_from_a_trainer_keeps_its_weights_while_training_goes_on(mm1_yaml):
+    trainer = Trainer(small_config(mm1_yaml, steps=12_000, num_envs=64, learning_starts=500))
+    trainer.train(until=6_000)
+    policy, x = trainer.policy(), torch.arange(8, dtype=torch.float32)[:, None]
+    with torch.no_grad():
+        before = policy.module.qnet(x).clone()
+    trainer.train()
+    with torch.no_grad():
+        assert not torch.equal(trainer.learner.q(x), before)  # the learner moved on
+        assert torch.equal(policy.module.qnet(x), before)  # the policy taken did not
+    live = trainer.learner.q.state_dict()
+    for key, value in policy.section["state_dict"].items():  # nor do the weights it would save share memory
+        assert value.data_ptr() != live[key].data_ptr(), key
+    with pytest.raises(ValueError, match="state_dict belong to the network"):
+        policy.replace(state_dict={})
+    assert policy.replace(bias=1.0).module.qnet is policy.module.qnet
+
+
 def test_resume_matches_uninterrupted_run(mm1_yaml, tmp_path):
     cfg = small_config(mm1_yaml, steps=2 * 256 * 30, learning_starts=1000)
     straight = Trainer(cfg)
