@@ -15,7 +15,8 @@ from envs.systems import BLOCKS, KINDS, SYSTEMS, Headline, System, system_class,
 EXPECTED = {"acyclic": "network", "paper_acyclic": "network", "paper_tandem": "network", "tandem": "network",
             "mmc_c1": "network", "mmc_c3": "network", "mmc_c5_overload": "network",
             "cell_5g": "cell", "cell_erlang": "cell", "cell_guard": "cell", "cell_multirate": "cell",
-            "cell_small": "cell", "redundancy_ps": "redundancy", "pools": "pools", "pools_rescue": "pools"}
+            "cell_small": "cell", "redundancy_ps": "redundancy", "pools": "pools", "pools_rescue": "pools",
+            "redundancy_ps_daily": "redundancy", "pools_daily": "pools", "paper_tandem_step": "network"}
 CONTROL_WORDS = ("reject", "violation", "lam", "accept")  # admission words a control system never says
 
 
