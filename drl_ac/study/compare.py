@@ -137,8 +137,9 @@ def difference(a: dict, b: dict, measure_key: str) -> dict:
 class Verdict:
     """``outcome``: ``better``, ``no worse``, ``worse``, ``no comparator`` (no rule is feasible
     and stable) or ``undecided`` (the learned run reached no steady state within the budget and
-    was not found unstable: its mean is a transient's, so nothing is claimed; ``reason`` says
-    what budget would decide); ``difference``: learned minus the best rule on the headline, with
+    was not found unstable: its mean is a transient's; or its stability test from a backlog
+    decided neither way: so nothing is claimed; ``reason`` says why and what would decide);
+    ``difference``: learned minus the best rule on the headline, with
     its 95% interval (``paired``: over instance pairs)."""
 
     outcome: str
@@ -178,6 +179,12 @@ def judge(spec: NetworkSpec, learned: dict, rows: dict[str, dict]) -> Verdict:
     elif not learned.get("stationary", True) and learned["stability"]["verdict"] != "unstable":
         return Verdict("undecided", head.measure, None, learned[head.measure], None, None, l_feasible, l_stable,
                        learned.get("not_stationary", "the learned policy's run reached no steady state"))
+    elif learned["stability"]["verdict"] == "undecided":  # neither unstable nor shown stable: not "worse"
+        s = learned["stability"]
+        drift = f" (drift {s['drift']:+.4f} +- {s['drift_se']:.4f} jobs per unit time)" if "drift" in s else ""
+        return Verdict("undecided", head.measure, None, learned[head.measure], None, None, l_feasible, l_stable,
+                       f"the learned policy's stability test from a backlog decided neither way{drift}; a longer "
+                       "test (a larger budget) decides")
     if not ok:
         return Verdict("no comparator", head.measure, None, learned[head.measure], None, None, l_feasible, l_stable)
     best = max(ok, key=lambda name: sign * ok[name][head.measure])

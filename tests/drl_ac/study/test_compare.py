@@ -171,6 +171,11 @@ def test_a_run_that_reached_no_steady_state_carries_no_interval_and_no_verdict()
     assert "[" not in cell and cell.endswith("NOT stationary: no interval")
     # found unstable from a backlog is a decision: worse, whatever its window read
     assert study.judge(spec, {**drifting, "stability": {"verdict": "unstable"}}, rules).outcome == "worse"
+    # stationary, but a stability test that decided neither way: no claim either way (not "worse")
+    undecided = {**control_row([0.5, 0.6, 0.4, 0.5]), "arrivals": 400,
+                 "stability": {"verdict": "undecided", "drift": 0.001, "drift_se": 0.0005}}
+    v = study.judge(spec, undecided, rules)
+    assert v.outcome == "undecided" and v.difference is None and "stability test" in v.reason and "+0.0010" in v.reason
 
 
 def test_a_measure_too_short_for_its_load_says_what_budget_would_reach_it():
