@@ -50,3 +50,25 @@ def test_a_shipped_control_policy_records_its_stability_and_holds_its_mean(path)
         assert abs(run["mean_delay"] - shipped) < 0.15 * shipped
     short = stability(policy, spec, seed=4243, **study.BUDGETS["smoke"]["stability"])
     assert short.verdict != "unstable"
+
+
+def test_a_per_load_policy_driven_at_another_load_is_judged_by_its_stability():
+    # the shipped load-0.3 redundancy policy copies most jobs 4 times, which lambda*(4) = 6.2
+    # cannot carry at load 0.9 (rate 9): from a backlog it grows, while d = 1 drains it
+    from drl_ac.evaluation.steady import stability
+    from drl_ac.rules.tuning import ConstantAction
+    from drl_ac.study import at_load
+    from envs import Driver, load_spec
+
+    policy = load_policy(ROOT / "checkpoints" / "redundancy_ps" / "load-0.3" / "policy.pt")
+    spec = at_load(load_spec("redundancy_ps"), 0.9)
+    driver = Driver(spec, 16, seed=3, encoding=policy.encoding)
+    obs, d4 = driver.observe(), 0
+    for _ in range(200):
+        action = policy(obs)
+        d4 += int((action == 3).sum())
+        obs, _ = driver.step(np.asarray(action, np.int64))
+    assert d4 > 0.5 * 200 * 16 and spec.arrival_rate > spec.block.capacity(4)
+    options = {"seed": 11, "num_envs": 16, "build_steps": 500, "steps": 1000, "doublings": 0}
+    assert stability(policy, spec, **options).verdict == "unstable"
+    assert stability(ConstantAction(0, "always d=1"), spec, **options).verdict == "stable"
