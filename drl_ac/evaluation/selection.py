@@ -24,7 +24,7 @@ import torch
 
 from drl_ac.checkpoint import LoadedPolicy, build_qnet
 from drl_ac.learning.trainer import TrainConfig, Trainer
-from envs import Driver, NetworkSpec
+from envs import Driver, NetworkSpec, ObservationEncoding
 from envs.engine import CapacityError
 from envs.rollout import collect
 
@@ -67,10 +67,10 @@ def train_snapshots(spec: NetworkSpec, configs: Sequence[TrainConfig], snapshots
     return out
 
 
-def visited_states(spec: NetworkSpec, policy: Policy, section: dict, seed: int, num_envs: int = 64,
+def visited_states(spec: NetworkSpec, policy: Policy, encoding: ObservationEncoding, seed: int, num_envs: int = 64,
                    steps: int = 200, warmup: int = 1000) -> np.ndarray:
-    """Observations (in ``section``'s encoding) at the decisions of ``policy`` on ``spec``."""
-    driver = Driver(spec, num_envs, seed=seed, encoding=LoadedPolicy(section).encoding)
+    """Observations (in ``encoding``) at the decisions of ``policy`` on ``spec``."""
+    driver = Driver(spec, num_envs, seed=seed, encoding=encoding)
     _, seen = collect(driver, policy, steps, warmup, record_obs=True)
     return seen.reshape(-1, seen.shape[-1])
 

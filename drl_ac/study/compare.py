@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from drl_ac import rules
-from drl_ac.checkpoint import LoadedPolicy
+from drl_ac.checkpoint import LoadedPolicy, policy_encoding
 from drl_ac.evaluation.metrics import Z95, Z95_ONE_SIDED, paired_difference, replay
 from drl_ac.evaluation.selection import (
     EVALUATION,
@@ -311,7 +311,7 @@ def guard_candidates(taken: list[Candidate], spec: NetworkSpec, default: Any, se
     rule's action in the rule's states on seed + VALIDATION, and last the rule itself (bias
     infinite: the network never overrides it): the candidates of ``guard`` and of a study
     (``drl_ac.study.run``), which chooses among several learners' snapshots."""
-    states = visited_states(spec, default, taken[0].section, seed + VALIDATION)
+    states = visited_states(spec, default, policy_encoding(taken[0].section), seed + VALIDATION)
     out = [g for c in taken for g in (c, *guarded(c, default, states, quantiles))]
     return out + [Candidate(f"{default.describe()} (the guard's rule itself)",
                             {**taken[0].section, **default.guard_fields(), "bias": math.inf})]

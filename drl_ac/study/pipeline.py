@@ -25,10 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from drl_ac.checkpoint import LoadedPolicy, save_policy_folder
 from drl_ac.evaluation.calibration import calibrate_bias, calibrated
 from drl_ac.evaluation.metrics import evaluate
-from drl_ac.evaluation.selection import EVALUATION, TUNING, VALIDATION
+from drl_ac.evaluation.selection import EVALUATION, TUNING, VALIDATION, visited_states
 from drl_ac.evaluation.steady import capped, steady_state
 from drl_ac.rules.tuning import TuningResult
 from drl_ac.study.compare import BUDGETS, Verdict, compare, guard, guard_rule, tune_rules
@@ -155,6 +157,17 @@ class Run:
             return steady_state(policy, self.spec, seed=self.evaluation_seed, **options)
         return evaluate(policy, self.spec, arrivals=200_000 if arrivals is None else arrivals,
                         seed=self.evaluation_seed)
+
+    def unlike_rule(self, policy: LoadedPolicy, tuned: dict[str, TuningResult] | None) -> dict | None:
+        """A control policy's share of decisions that differ from its guard rule's (``base_rule``)
+        in the states it visits on the evaluation seed: 0 is the rule itself, whatever the
+        network learned. None on another system or without such a rule."""
+        rule = self.base_rule(tuned, policy.encoding)
+        if rule is None:
+            return None
+        states = visited_states(self.spec, policy, policy.encoding, self.evaluation_seed)
+        share = float((np.asarray(policy(states)) != np.asarray(rule(states))).mean())
+        return {"rule": rule.describe(), "share": share, "states": int(states.shape[0])}
 
     def export(self, policy: LoadedPolicy, out: Path) -> list[Path]:
         """The policy folder: ``policy.pt`` and its exports (``save_policy_folder``)."""

@@ -24,6 +24,8 @@ def _cell(m: dict, key: str | None) -> str:
         return ""
     if "arrivals" not in m:
         return "not simulated"
+    if not m.get("stationary", True):  # a transient's mean: no interval claims it (study.table alike)
+        return f"{m[key]:.4f}, NOT stationary: no interval"
     lo, hi = m[f"{key}_ci"]
     return f"{m[key]:.4f} [{lo:.4f}, {hi:.4f}]"
 
@@ -37,9 +39,11 @@ def _stability(m: dict) -> str:
     return f"{s['verdict']} (drift {s['drift']:+.4f} +- {s['drift_se']:.4f})"
 
 
-def report(spec: NetworkSpec, rows: dict[str, dict], verdict: study.Verdict, chosen: str, load: float | None) -> str:
+def report(spec: NetworkSpec, rows: dict[str, dict], verdict: study.Verdict, chosen: str, load: float | None,
+           unlike: dict | None = None) -> str:
     """A load's markdown: the table of every row (headline and constraint with 95% intervals,
-    stability), the verdict line and the paired difference."""
+    stability), the verdict line and the paired difference; ``unlike``: the share of the
+    learned policy's decisions that differ from its guard rule's (``Run.unlike_rule``)."""
     head = spec.system.headline
     cols = [head.measure] + ([head.constraint] if head.constraint else [])
     lines = [f"# {spec.name}{'' if load is None else f' (load {load:g})'}: {head.text(spec.eps)}", "",
@@ -53,6 +57,9 @@ def report(spec: NetworkSpec, rows: dict[str, dict], verdict: study.Verdict, cho
     if d is not None:
         lines.append(f"\nPaired difference, learned - {verdict.best_rule} on {head.measure}: {d['difference']:+.4f} "
                      f"[{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}] (95%, {'paired over instances' if d['paired'] else 'unpaired'})")
+    if unlike is not None:
+        lines.append(f"\nDecisions unlike the guard rule ({unlike['rule']}): {100 * unlike['share']:.1f}% of the "
+                     f"learned policy's, in {unlike['states']} states it visits on the evaluation seed.")
     own = spec.system.own_measures()
     measured = [{"policy": name, **m} for name, m in rows.items() if "arrivals" in m]
     if own is not None and measured:  # the system's own measures, e.g. a cell's per UE type
@@ -103,9 +110,10 @@ def phase_plot(rows: dict[str, dict], spec: NetworkSpec, path: Path) -> Path:
 
 def summary(results: list[dict]) -> str:
     """The study's markdown: one row per load (learned and best rule with 95% intervals, the
-    paired difference, the verdict, the learned controller's stability)."""
-    lines = ["| load | rate | learned | best rule | learned - best [95% CI] | verdict | stability of learned |",
-             "|---|---|---|---|---|---|---|"]
+    paired difference, the verdict, the learned controller's stability and, on a control system,
+    the share of its decisions unlike its guard rule's)."""
+    lines = ["| load | rate | learned | best rule | learned - best [95% CI] | verdict | stability of learned | "
+             "decisions unlike its guard rule |", "|---|---|---|---|---|---|---|---|"]
     for r in results:
         v, head = r["verdict"], r["headline"]
         best = r["rows"].get(v["best_rule"]) if v["best_rule"] else None
@@ -113,8 +121,10 @@ def summary(results: list[dict]) -> str:
         diff = "" if d is None else f"{d['difference']:+.4f} [{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}]"
         load = "as is" if r["load"] is None else f"{r['load']:g}"
         rule = "none" if best is None else f"{v['best_rule']}: {_cell(best, head)}"
+        unlike = r.get("unlike_rule")  # control systems; earlier studies did not measure it
+        shown = "" if unlike is None else f"{100 * unlike['share']:.1f}% ({unlike['rule']})"
         lines.append(f"| {load} | {r['rate']:.4g} | {_cell(r['rows']['learned'], head)} | {rule} | {diff} | "
-                     f"{v['outcome']} | {_stability(r['rows']['learned'])} |")
+                     f"{v['outcome']} | {_stability(r['rows']['learned'])} | {shown} |")
     outcomes = [r["verdict"]["outcome"] for r in results]
     lines += ["", f"Learned better than the best rule at {outcomes.count('better')} of {len(results)} load(s), no "
               f"worse at {outcomes.count('no worse')}, worse at {outcomes.count('worse')}"

@@ -386,7 +386,9 @@ def study_load(job: dict[str, Any], say: Say | None = None) -> dict[str, Any]:
         tuned = run.tune_rules()
         cands, learners = candidates(config, run, tuned)
         chosen, scored = choose(cands, spec, run.seed, config.budget, say)
-        rows, verdict = run.compare(chosen.policy(), tuned)
+        policy = chosen.policy()
+        rows, verdict = run.compare(policy, tuned)
+        unlike = run.unlike_rule(policy, tuned)
     finally:
         torch.set_num_threads(threads)
     say(verdict.line())
@@ -401,8 +403,8 @@ def study_load(job: dict[str, Any], say: Say | None = None) -> dict[str, Any]:
             "reference_rate": None if load is None else spec.arrival_rate / load, "headline": head.measure,
             "headline_label": head.label, "constraint": head.constraint, "eps": spec.eps, "section": section,
             "rows": plain, "verdict": verdict.to_dict(), "verdict_line": verdict.line(), "stability": stability,
-            "validation": scored, "chosen": chosen.label, "learners": learners,
-            "report": report(spec, plain, verdict, chosen.label, load), "seconds": time.perf_counter() - t0}
+            "validation": scored, "chosen": chosen.label, "learners": learners, "unlike_rule": unlike,
+            "report": report(spec, plain, verdict, chosen.label, load, unlike), "seconds": time.perf_counter() - t0}
 
 
 # ---------------------------------------------------------------- running the jobs

@@ -125,8 +125,8 @@ def test_visited_states_are_what_arrivals_see(stats):
     # M/M/1 at load 0.5 under accept-all: an arrival sees the time-stationary queue (PASTA),
     # on average rho^2 / (1 - rho) = 0.5 jobs waiting (the default encoding's feature)
     spec = NetworkSpec.tandem([1], [Exponential(1.0)], Exponential(2.0), d_ub=10, eps=0.1)
-    sec = {**section(), "encoding": ObservationEncoding.for_spec(spec).to_dict()}
     B, steps = 64, 600
-    seen = visited_states(spec, ConstantAction(1), sec, seed=3, num_envs=B, steps=steps, warmup=300)
+    seen = visited_states(spec, ConstantAction(1), ObservationEncoding.for_spec(spec), seed=3, num_envs=B, steps=steps,
+                          warmup=300)
     assert seen.shape == (steps * B, 1)
     stats.assert_close(seen.reshape(steps, B).mean(0), 0.5, "jobs waiting seen by arrivals, M/M/1")

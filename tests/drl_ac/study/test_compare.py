@@ -8,6 +8,7 @@ import pytest
 from drl_ac import study
 from drl_ac.evaluation.metrics import Z95
 from drl_ac.rules.tuning import ConstantAction
+from drl_ac.study import report
 from drl_ac.study.compare import table_cell
 from envs import load_spec
 
@@ -169,6 +170,10 @@ def test_a_run_that_reached_no_steady_state_carries_no_interval_and_no_verdict()
     assert v.line() == f"verdict: undecided, no interval: {drifting['not_stationary']}"
     cell = table_cell({**drifting, "rule": "learned"}, spec)
     assert "[" not in cell and cell.endswith("NOT stationary: no interval")
+    shown = {**drifting, "rule": "learned", "stability": {"verdict": "undecided", "drift": 0.01, "drift_se": 0.01}}
+    text = report.report(spec, {"learned": shown}, v, "a snapshot", 0.5)
+    (row,) = [line for line in text.splitlines() if line.startswith("| learned |")]
+    assert "NOT stationary: no interval" in row and "[" not in row  # the study's report.md alike
     # found unstable from a backlog is a decision: worse, whatever its window read
     assert study.judge(spec, {**drifting, "stability": {"verdict": "unstable"}}, rules).outcome == "worse"
     # stationary, but a stability test that decided neither way: no claim either way (not "worse")

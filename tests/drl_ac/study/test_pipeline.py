@@ -3,6 +3,7 @@ evaluation offsets of the run's seed), each what the harness it wraps gives on t
 the same steps, on the same seeds, whichever entry point takes them (experiments/train.py and
 a study calibrate on the validation seed)."""
 
+import math
 import sys
 from pathlib import Path
 
@@ -69,6 +70,12 @@ def test_base_rule_only_on_a_control_system():
     assert rule is not None and rule.describe()
     policy = run.guard(LoadedPolicy(train_section(red)), rule)
     assert policy(np.zeros((3, policy.encoding.width))).shape == (3,)
+    # the share of decisions unlike the guard rule: none for the rule itself (the network never overrides it)
+    itself = policy.replace(**rule.guard_fields(), bias=math.inf)
+    unlike = run.unlike_rule(itself, tuned)
+    assert unlike["share"] == 0.0 and unlike["rule"] == rule.describe() and unlike["states"] > 1000
+    assert 0.0 <= run.unlike_rule(policy, tuned)["share"] <= 1.0
+    assert Run(load_spec("mmc_c1")).unlike_rule(itself, {"accept-all": None}) is None
 
 
 def train_section(spec) -> dict:
