@@ -432,12 +432,15 @@ def compare_with_rules(run: Run, policy: LoadedPolicy, out: Path, tuned: dict, m
     stdout, everything to OUT/comparison.json."""
     t0, spec = time.perf_counter(), run.spec
     rows, verdict = run.compare(policy, tuned, measured)
+    unlike = run.unlike_rule(policy, tuned)
     comparison = {"scenario": spec.name, "budget": run.budget, "seed": run.seed, "seconds": time.perf_counter() - t0,
-                  "verdict": verdict.to_dict(), "rows": study.json_rows(rows)}
+                  "verdict": verdict.to_dict(), "rows": study.json_rows(rows), "unlike_rule": unlike}
     if spec.system.headline.constraint is not None:
         comparison["constraint"] = f"every policy {study.FEASIBLE}"
     write_json(out / "comparison.json", comparison)
     print(study.table(rows, verdict, spec))
+    if unlike is not None:
+        print(f"decisions unlike the guard rule ({unlike['rule']}): {100 * unlike['share']:.1f}%")
     print(f"wrote {out / 'comparison.json'}")
     return comparison
 

@@ -325,6 +325,8 @@ def test_a_control_system_learns_the_values_of_its_best_rule(tmp_path, capsys):
     comparison = json.loads((out / "comparison.json").read_text())
     # smoke runs are often too short for a steady state: then no verdict is claimed
     assert comparison["verdict"]["outcome"] in ("better", "no worse", "worse", "undecided") and "verdict: " in stdout
+    unlike = comparison["unlike_rule"]  # how far the guarded network departs from its rule
+    assert 0 <= unlike["share"] <= 1 and f"decisions unlike the guard rule ({unlike['rule']})" in stdout
     assert err.count("tuning the rules of") == 1  # tuned once, before training
     with pytest.raises(SystemExit):  # --base cannot change on --resume
         train.main(["--resume", str(out / "checkpoint.pt"), "--base", "none", "--quiet", "--compare", "off"])
