@@ -112,9 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
         "targets": {**from_scenario["targets"], "choices": list(TARGETS)}})
     dataclass_flags(p.add_argument_group("the learner (LearnerConfig)"), LearnerConfig, options={
         "rbar_update": {"choices": list(RBAR_UPDATES)}})
-    dataclass_flags(p.add_argument_group("after training, output and reporting"), RunOptions, options={
-        "calibrate": {"choices": ["auto", "on", "off"]}, "randomise": {"choices": ["on", "off"]},
-        "base": {"choices": ["rule", "none"]}, "compare": {"choices": [*study.BUDGETS, "off"]}})
+    dataclass_flags(p.add_argument_group("after training, output and reporting"), RunOptions,
+                    options={name: {"choices": allowed} for name, allowed in RunOptions.CHOICES.items()})
     engine_flags(p.add_argument_group("the simulator"))
     return p
 
@@ -135,18 +134,17 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(**typed(TRAIN_FIELDS), learner=LearnerConfig(**typed(LEARNER_FIELDS)))
 
 
-def check_run_options(args: argparse.Namespace) -> None:
-    """Options of this invocation that TrainConfig does not hold."""
-    for flag, value in (("--eval-arrivals", args.eval_arrivals), ("--checkpoint-every", args.checkpoint_every),
-                        ("--threads", args.threads)):
-        if value < 1:
-            raise UsageError(f"{flag} must be an integer >= 1, got {value}. Fix: give a positive value.")
-    if not 0.5 <= args.confidence < 1:
-        raise UsageError(f"--confidence must be in [0.5, 1), got {args.confidence}. Fix: give e.g. 0.95 (a one-sided "
-                         "95% upper bound <= eps) or 0.5 (the point estimate at eps).")
+def check_run_options(args: argparse.Namespace) -> RunOptions:
+    """Options of this invocation that TrainConfig does not hold (``RunOptions`` checks them),
+    and ``--steps``, which may be None here (the scenario's or the checkpoint's)."""
+    try:
+        options = RunOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(RunOptions)})
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     if args.steps is not None and args.steps < 1:
         raise UsageError(f"--steps must be an integer >= 1, got {args.steps}. Fix: give the number of decisions "
                          "to train for, e.g. --steps 6000000.")
+    return options
 
 
 def _same(given: Any, stored: Any) -> bool:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -91,6 +91,23 @@ class RunOptions:
     """W&B group (default: the scenario's name)"""
     quiet: bool = False
     """no progress bar"""
+
+    CHOICES: ClassVar[dict[str, list[str]]] = {"calibrate": ["auto", "on", "off"], "randomise": ["on", "off"],
+                                               "base": ["rule", "none"], "compare": [*BUDGETS, "off"]}
+
+    def __post_init__(self) -> None:
+        for name, allowed in self.CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} (--{name}): unknown {getattr(self, name)!r}. Fix: use one of "
+                                 f"{', '.join(allowed)}.")
+        for name in ("threads", "eval_arrivals", "checkpoint_every"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} (--{name.replace('_', '-')}) must be an integer >= 1, got {value!r}. "
+                                 "Fix: give a positive value.")
+        if not 0.5 <= self.confidence < 1:
+            raise ValueError(f"confidence (--confidence) must be in [0.5, 1), got {self.confidence}. Fix: give e.g. "
+                             "0.95 (a one-sided 95% upper bound <= eps) or 0.5 (the point estimate at eps).")
 
 
 @dataclass
