@@ -22,7 +22,8 @@ from envs.compiled import ENGINE_VAR, THREADS_VAR, default_engine, use_engine
 from envs.outcomes import Outcomes
 from envs.systems.network.kernel import _exit_buffers
 
-FCFS_NETWORKS = ["paper_tandem", "paper_acyclic", "tandem", "acyclic", "mmc_c1", "mmc_c3", "mmc_c5_overload"]
+FCFS_NETWORKS = ["paper_tandem", "paper_acyclic", "tandem", "acyclic", "mmc_c1", "mmc_c3", "mmc_c5_overload",
+                 "paper_tandem_step"]
 
 
 def queues(eng: Engine) -> list[list[list[int]]]:
