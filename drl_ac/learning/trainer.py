@@ -147,49 +147,49 @@ class TrainConfig:
                 raise ValueError(f"lam (--lam): unknown {self.lam!r}. Fix: use auto, scenario or a "
                                  "non-negative number.") from None
         if not isinstance(self.lam, str):
-            _check(self.lam, "lam", "--lam", lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0",
+            _check(self.lam, "lam", lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0",
                    "give a non-negative multiplier, auto or scenario")
-        _check(self.steps, "steps", "--steps", _int_at_least(1), "an integer >= 1",
+        _check(self.steps, "steps", _int_at_least(1), "an integer >= 1",
                "give the number of decisions to train for, e.g. --steps 6000000")
-        _check(self.num_envs, "num_envs", "--num-envs", _int_at_least(1), "an integer >= 1",
+        _check(self.num_envs, "num_envs", _int_at_least(1), "an integer >= 1",
                "give the number of instances simulated in parallel, e.g. --num-envs 2048")
-        _check(self.seed, "seed", "--seed", _int_at_least(0), "an integer >= 0", "give a non-negative seed")
-        _check(self.updates_per_step, "updates_per_step", "--updates-per-step", _int_at_least(1),
+        _check(self.seed, "seed", _int_at_least(0), "an integer >= 0", "give a non-negative seed")
+        _check(self.updates_per_step, "updates_per_step", _int_at_least(1),
                "an integer >= 1", "give the gradient steps per vector step, e.g. 1")
         if self.eps is not None:
-            _check(self.eps, "eps", "--eps", lambda v: 0 < v < 1, "strictly between 0 and 1",
+            _check(self.eps, "eps", lambda v: 0 < v < 1, "strictly between 0 and 1",
                    "give an allowed violation probability such as 0.1")
         if self.d_ub is not None:
-            _check(self.d_ub, "d_ub", "--d-ub", lambda v: math.isfinite(v) and v > 0, "a finite number > 0",
+            _check(self.d_ub, "d_ub", lambda v: math.isfinite(v) and v > 0, "a finite number > 0",
                    "give a positive deadline")
         if self.delay is not None and self.delay not in ("sojourn", "paper"):
             raise ValueError(f"delay (--delay): unknown {self.delay!r}. Fix: use sojourn or paper.")
-        _check(self.learning_starts, "learning_starts", None, _int_at_least(0), "an integer >= 0",
+        _check(self.learning_starts, "learning_starts", _int_at_least(0), "an integer >= 0",
                "give the experiences to collect before learning")
-        _check(self.replay_size, "replay_size", None, _int_at_least(1), "an integer >= 1",
+        _check(self.replay_size, "replay_size", _int_at_least(1), "an integer >= 1",
                "give the replay capacity in experiences")
         for name in ("exploration_start", "exploration_end"):
-            _check(getattr(self, name), name, None, lambda v: 0 < v <= 1, "in (0, 1]",
+            _check(getattr(self, name), name, lambda v: 0 < v <= 1, "in (0, 1]",
                    "give an exploration probability such as 0.5 or 0.01")
-        _check(self.exploration_fraction, "exploration_fraction", None, lambda v: 0 <= v <= 1, "in [0, 1]",
+        _check(self.exploration_fraction, "exploration_fraction", lambda v: 0 <= v <= 1, "in [0, 1]",
                "give the fraction of the run over which exploration decays")
-        _check(self.lam_init, "lam_init", None, _finite_at_least(0), "a finite number >= 0",
+        _check(self.lam_init, "lam_init", _finite_at_least(0), "a finite number >= 0",
                "give a non-negative starting multiplier")
-        _check(self.lam_eta, "lam_eta", "--lam-eta", _finite_at_least(0), "a finite number >= 0",
+        _check(self.lam_eta, "lam_eta", _finite_at_least(0), "a finite number >= 0",
                "give a non-negative dual-ascent step, e.g. 2")
-        _check(self.lam_kp, "lam_kp", "--lam-kp", _finite_at_least(0), "a finite number >= 0",
+        _check(self.lam_kp, "lam_kp", _finite_at_least(0), "a finite number >= 0",
                "give a non-negative proportional gain, e.g. 0")
-        _check(self.lam_every, "lam_every", None, _int_at_least(1), "an integer >= 1",
+        _check(self.lam_every, "lam_every", _int_at_least(1), "an integer >= 1",
                "give the vector steps between multiplier updates")
-        _check(self.lam_margin, "lam_margin", "--lam-margin", lambda v: 0 <= v < 1, "in [0, 1)",
+        _check(self.lam_margin, "lam_margin", lambda v: 0 <= v < 1, "in [0, 1)",
                "give a small non-negative margin below eps, e.g. 0.003")
-        _check(self.lam_start, "lam_start", None, lambda v: 0 <= v <= 1, "in [0, 1]",
+        _check(self.lam_start, "lam_start", lambda v: 0 <= v <= 1, "in [0, 1]",
                "give the fraction of the run before the automatic multiplier moves")
-        _check(self.stats_half_life, "stats_half_life", None, lambda v: math.isfinite(v) and v > 0,
+        _check(self.stats_half_life, "stats_half_life", lambda v: math.isfinite(v) and v > 0,
                "a finite number > 0", "give a positive half-life in decisions")
-        _check(self.reset_backlog, "reset_backlog", "--reset-backlog", _int_at_least(0), "an integer >= 0",
+        _check(self.reset_backlog, "reset_backlog", _int_at_least(0), "an integer >= 0",
                "give the jobs in system above which a training instance restarts empty (0: never)")
-        _check(self.base_exploration, "base_exploration", None, lambda v: 0 < v <= 1, "in (0, 1]",
+        _check(self.base_exploration, "base_exploration", lambda v: 0 < v <= 1, "in (0, 1]",
                "give the probability of a random action while learning a base rule's values, e.g. 0.2")
         if self.base_rule is not None:
             try:
@@ -199,10 +199,10 @@ class TrainConfig:
                                  "of a tuned rule, or None.") from None
         if self.targets not in TARGETS:
             raise ValueError(f"targets (--targets): unknown {self.targets!r}. Fix: use one of {', '.join(TARGETS)}.")
-        for name, flag in (("rollout_horizon", "--rollout-horizon"), ("rollout_every", "--rollout-every")):
-            _check(getattr(self, name), name, flag, _int_at_least(1), "an integer >= 1",
+        for name in ("rollout_horizon", "rollout_every"):
+            _check(getattr(self, name), name, _int_at_least(1), "an integer >= 1",
                    "give a positive number of decisions, e.g. 100 and 4")
-        _check(self.rollout_start, "rollout_start", "--rollout-start", _int_at_least(0), "an integer >= 0",
+        _check(self.rollout_start, "rollout_start", _int_at_least(0), "an integer >= 0",
                "give the decisions before the first rollout labels, e.g. 256000")
         if self.cost not in COSTS:
             raise ValueError(f"cost (--cost): unknown {self.cost!r}. Fix: use one of {', '.join(COSTS)}.")
@@ -239,16 +239,16 @@ def _finite_at_least(low: float) -> Callable[[Any], bool]:
     return lambda v: math.isfinite(v) and v >= low
 
 
-def _check(value: Any, name: str, flag: str | None, ok: Callable[[Any], bool], want: str, fix: str) -> None:
-    """Raise ``ValueError("name (--flag) must be WANT, got VALUE. Fix: FIX.")`` unless ``ok(value)``
-    (``flag`` None: the field's own, ``--lam-every`` for ``lam_every``: every field is a flag of
+def _check(value: Any, name: str, ok: Callable[[Any], bool], want: str, fix: str) -> None:
+    """Raise ``ValueError("name (--flag) must be WANT, got VALUE. Fix: FIX.")`` unless ``ok(value)``;
+    the flag is the field's own (``--lam-every`` for ``lam_every``: every field is a flag of
     ``experiments/train.py``)."""
     try:
         good = bool(ok(value))
     except TypeError:
         good = False
     if not good:
-        label = f"{name} ({flag or flag_of(name.removeprefix('learner.'))})"
+        label = f"{name} ({flag_of(name.removeprefix('learner.'))})"
         raise ValueError(f"{label} must be {want}, got {value!r}. Fix: {fix}.")
 
 
@@ -258,16 +258,16 @@ def check_learner(cfg: LearnerConfig) -> None:
     if not hidden or not all(_int_at_least(1)(h) for h in hidden):
         raise ValueError(f"learner.hidden (--hidden) must be one or more layer widths >= 1, got {list(hidden)}. "
                          "Fix: give widths such as --hidden 64 64.")
-    _check(cfg.lr, "learner.lr", "--lr", lambda v: math.isfinite(v) and v > 0, "a finite number > 0",
+    _check(cfg.lr, "learner.lr", lambda v: math.isfinite(v) and v > 0, "a finite number > 0",
            "give a positive learning rate, e.g. 1e-3")
-    _check(cfg.beta, "learner.beta", "--beta", lambda v: 0 <= v <= 1, "in [0, 1]",
+    _check(cfg.beta, "learner.beta", lambda v: 0 <= v <= 1, "in [0, 1]",
            "give the rbar step size, e.g. 0.01")
-    _check(cfg.batch_size, "learner.batch_size", "--batch-size", _int_at_least(1), "an integer >= 1",
+    _check(cfg.batch_size, "learner.batch_size", _int_at_least(1), "an integer >= 1",
            "give the replay batch size, e.g. 512")
-    _check(cfg.grad_clip, "learner.grad_clip", None, lambda v: v > 0, "> 0", "give a positive gradient-norm clip")
-    _check(cfg.target_every, "learner.target_every", None, _int_at_least(1), "an integer >= 1",
+    _check(cfg.grad_clip, "learner.grad_clip", lambda v: v > 0, "> 0", "give a positive gradient-norm clip")
+    _check(cfg.target_every, "learner.target_every", _int_at_least(1), "an integer >= 1",
            "give the gradient steps between target-network copies")
-    _check(cfg.huber_delta, "learner.huber_delta", None, lambda v: math.isfinite(v) and v > 0,
+    _check(cfg.huber_delta, "learner.huber_delta", lambda v: math.isfinite(v) and v > 0,
            "a finite number > 0", "give a positive Huber threshold")
 
 

@@ -147,7 +147,7 @@ class StudyConfig:
         self.seeds, self.costs = tuple(self.seeds), tuple(self.costs)
         self.hidden = None if self.hidden is None else tuple(self.hidden)
         self.quantiles = tuple(float(q) for q in self.quantiles)
-        _check(self.seed, "seed", "--seed", lambda v: isinstance(v, int) and v >= 0, "an integer >= 0",
+        _check(self.seed, "seed", lambda v: isinstance(v, int) and v >= 0, "an integer >= 0",
                "give a non-negative seed")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"seeds (--seeds) must be distinct learner seeds, at least one, got {list(self.seeds)}. "
@@ -156,7 +156,7 @@ class StudyConfig:
         if bad or not self.costs:
             raise ValueError(f"costs (--costs): {bad or 'none'} not among {', '.join(COSTS)}. Fix: e.g. --costs "
                              "holding.")
-        _check(self.snapshots, "snapshots", "--snapshots", lambda v: isinstance(v, int) and v >= 1,
+        _check(self.snapshots, "snapshots", lambda v: isinstance(v, int) and v >= 1,
                "an integer >= 1", "give the greedy policies kept per learner, e.g. 3")
         if any(not 0 < q < 1 for q in self.quantiles):
             raise ValueError(f"quantiles (--quantiles) must be in (0, 1), got {list(self.quantiles)}. Fix: e.g. "
@@ -169,10 +169,9 @@ class StudyConfig:
         if self.budget not in study.BUDGETS:
             raise ValueError(f"budget (--budget): unknown {self.budget!r}. Fix: use one of {', '.join(study.BUDGETS)}.")
         check_engine(self.engine)
-        for name, flag in (("workers", "--workers"), ("calibration_arrivals", "--calibration-arrivals"),
-                           ("sim_threads", "--sim-threads")):
+        for name in ("workers", "calibration_arrivals", "sim_threads"):
             if getattr(self, name) is not None:
-                _check(getattr(self, name), name, flag, lambda v: isinstance(v, int) and v >= 1, "an integer >= 1",
+                _check(getattr(self, name), name, lambda v: isinstance(v, int) and v >= 1, "an integer >= 1",
                        "give a positive number or leave it out")
         for seed in self.seeds:  # the learners' settings, checked by TrainConfig now, not after the tuning
             self.train_config(seed, self.costs[0])

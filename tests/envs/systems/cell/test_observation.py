@@ -32,3 +32,10 @@ def test_the_layout_reads_the_columns_the_cell_writes():
     assert obs.shape == (16, driver.encoding.width)
     assert np.array_equal(lay.prbs_in_use(obs), st.cell_used) and np.array_equal(obs[:, lay.ues], st.cell_ues)
     assert np.array_equal(lay.ue_type(obs), driver.engine.arriving)
+
+
+def test_a_cell_encoding_refuses_negative_bands():
+    import pytest
+
+    with pytest.raises(ValueError, match="cell_bands: CQI bands observed per type, 0 or more, got -1"):
+        CellEncoding(1, cell_bands=-1)
