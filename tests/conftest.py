@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from envs import NetworkSpec
+from envs import Engine, NetworkSpec
 from envs.distributions import Deterministic
 
 torch.set_num_threads(1)  # the tests run many tiny batches: threads only add contention
@@ -31,6 +31,44 @@ def _assert_close(instance_means, truth, label):
 def stats():
     """Instance-level replication: per-instance means and a Z-standard-error comparison."""
     return types.SimpleNamespace(per_instance_mean=_per_instance_mean, assert_close=_assert_close, Z=Z)
+
+
+def _assert_same_outcomes(a, b) -> None:
+    for name, value in vars(a).items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(value, getattr(b, name), err_msg=f"outcomes.{name}")
+
+
+def _run_both(spec, num_envs: int, steps: int, seed: int, action_seed: int, same_state=None, probes: bool = True,
+              **options):
+    """Step the NumPy and the compiled engine on the same random actions: every observation,
+    outcome row and holding area equal, then the state (``same_state(a, b)``), the probes
+    (admission systems) and a drain. Returns both engines and the outcome rows compared."""
+    engines = [Engine(spec, num_envs, seed=seed, engine=name, **options) for name in ("numpy", "compiled")]
+    assert [e.engine for e in engines] == ["numpy", "compiled"]
+    rng = np.random.default_rng(action_seed)
+    rows = 0
+    for _ in range(steps):
+        obs = [e.observe(include_in_service=True) for e in engines]
+        np.testing.assert_array_equal(*obs)
+        action = rng.integers(0, len(spec.actions), num_envs)
+        done = [e.step(action) for e in engines]
+        _assert_same_outcomes(*done)
+        np.testing.assert_array_equal(engines[0].holding, engines[1].holding)
+        rows += done[0].env.size
+    if same_state is not None:
+        same_state(*engines)
+    if probes:
+        _assert_same_outcomes(*(e.counterfactual(np.arange(0, num_envs, 2)) for e in engines))
+    _assert_same_outcomes(*(e.drain() for e in engines))
+    return engines[0], engines[1], rows
+
+
+@pytest.fixture(scope="session")
+def twin():
+    """The compiled engine against the NumPy one (the reference): ``run`` steps both on the
+    same actions and holds them equal, bit for bit; ``same_outcomes`` compares two rows' sets."""
+    return types.SimpleNamespace(run=_run_both, same_outcomes=_assert_same_outcomes)
 
 
 @pytest.fixture

@@ -18,20 +18,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numba
 import numpy as np
 from numba import njit, prange
 
-from envs.compiled import LAUNCH, threads
+from envs.kernels import DONE, EXITS_FULL, QUEUE_FULL, CompiledLoop, note_exit
 from envs.kinds.fcfs import _grow_queues
-from envs.outcomes import Outcomes
 from envs.probe import Follow
 
 if TYPE_CHECKING:
     from envs.engine import Engine
     from envs.kinds.base import State
-
-RUNNING, DONE, QUEUE_FULL, EXITS_FULL = 0, 1, 2, 3
+    from envs.outcomes import Outcomes
 
 
 @njit(cache=True, inline="always")
@@ -126,12 +123,7 @@ def run_rows(next_event, fcfs_job, fcfs_q, fcfs_head, fcfs_len, fcfs_busy, since
                        wait_sum, row_job, service, route, wait, probe, follow_job, horizon, departure, follow_wait,
                        first_at, servers_at)
             elif not probe:
-                e = exits[r]
-                exit_jid[r, e] = jid
-                exit_n[r, e] = n
-                exit_when[r, e] = when
-                exit_round[r, e] = k
-                exits[r] = e + 1
+                note_exit(r, jid, n, when, k, exit_jid, exit_n, exit_when, exit_round, exits)
             elif jid == follow_job[r]:
                 departure[r] = when
                 follow_wait[r] = wait_sum[r, jid]
@@ -155,37 +147,12 @@ def arrive_rows(rows, jid, n, when, next_event, fcfs_job, fcfs_q, fcfs_head, fcf
     return True
 
 
-@njit(cache=True)
-def departure_rows(rows, jid, n, when, arrival_time, service, wait, wait_sum, job_class, step, action, live, free,
-                   free_count, paper):
-    """The outcome columns of the jobs that left (as ``Engine._departures``), and their slots
-    freed in the order they left (as ``SlotTable.release``)."""
-    R, N = rows.size, service.shape[2]
-    arrived, sojourn, delay = np.empty(R), np.empty(R), np.empty(R)
-    served, waited = np.empty((R, N)), np.empty((R, N))
-    cls, stp, act = np.empty(R, np.int64), np.empty(R, np.int64), np.empty(R, np.int64)
-    for i in range(R):
-        r, j = rows[i], jid[i]
-        arrived[i] = arrival_time[r, j]
-        sojourn[i] = when[i] - arrived[i]
-        for m in range(N):
-            served[i, m] = service[r, j, m]
-            waited[i, m] = wait[r, j, m]
-        delay[i] = wait_sum[r, j] + served[i, n[i]] if paper else sojourn[i]
-        cls[i], stp[i], act[i] = job_class[r, j], step[r, j], action[r, j]
-        live[r, j] = False
-        free[r, free_count[r]] = j
-        free_count[r] += 1
-    return arrived, sojourn, delay, served, waited, cls, stp, act
-
-
-class FcfsNetworkKernel:
+class FcfsNetworkKernel(CompiledLoop):
     """``Engine.run`` for a network whose stations are all FCFS, with the spec's routing."""
 
     def __init__(self, eng: Engine):
+        super().__init__(eng)
         self.kind = eng.single_kind
-        self.exit_buffers = _exit_buffers(eng.B, 8)  # the real network's, kept between steps (they grow)
-        numba.set_num_threads(min(threads(), numba.config.NUMBA_NUM_THREADS))
 
     def arrive(self, eng: Engine, st: State, inst: np.ndarray, rows: np.ndarray, jid: np.ndarray, n: np.ndarray,
                when: np.ndarray) -> None:
@@ -201,68 +168,24 @@ class FcfsNetworkKernel:
     def departures(self, eng: Engine, rows: np.ndarray, jid: np.ndarray, n: np.ndarray, when: np.ndarray
                    ) -> Outcomes:
         """As ``Engine._departures``: the outcome rows of the jobs that left, their slots freed."""
-        jobs = eng.jobs
-        arrived, sojourn, delay, service, wait, cls, step, action = departure_rows(
-            rows, jid, n, when, jobs.arrival_time, jobs.service, jobs.wait, eng.state.wait_sum, jobs.job_class,
-            jobs.step, jobs.action, jobs.live, jobs.free, jobs.free_count, eng.spec.delay == "paper")
-        served = np.where(np.isnan(wait), np.nan, service)
-        return Outcomes(rows, step, action, np.ones(rows.size, bool), delay < eng.d_ub[cls], delay, sojourn, arrived,
-                        when, cls, np.nansum(served, 1), np.ones(rows.size, np.int64), wait, served)
+        return self.outcomes(eng, rows, jid, n, when,
+                             lambda service, served: (np.nansum(served, 1), np.ones(rows.size, np.int64)))
 
     def run(self, eng: Engine, st: State, inst: np.ndarray, horizon: np.ndarray, on_exit) -> None:
         """As ``Engine.run``: every row's events up to its horizon; the real network's exits go to
         ``on_exit`` at the end, in one call (a probe's observer is told its job's fate instead)."""
-        kind, R = self.kind, st.next_event.shape[0]
+        kind = self.kind
         follow, job, _, departure, follow_wait = _observer(st)
         horizon = np.asarray(horizon, np.float64)
-        status = np.full(R, RUNNING, np.int8)
-        rounds = np.zeros(R, np.int64)
-        exits = np.zeros(R, np.int64)
-        buffers = _exit_buffers(R, 0) if follow else self.exit_buffers
-        while True:
-            with LAUNCH:
-                run_rows(st.next_event, st.fcfs_job, st.fcfs_q, st.fcfs_head, st.fcfs_len, st.fcfs_busy, st.since,
-                         st.wait_sum, np.asarray(inst, np.int64), horizon, eng.jobs.service, eng.jobs.route,
-                         eng.jobs.wait, follow, job, departure, follow_wait, kind.slot_station,
-                         kind.first_at, kind.servers_at, status, rounds, *buffers, exits)
-            if (status == DONE).all():
-                break
-            if (status == QUEUE_FULL).any():
-                _grow_queues(st)
-            if (status == EXITS_FULL).any():
-                buffers = self.exit_buffers = _grow_exits(buffers)
-            status[status != DONE] = RUNNING
-        if not follow and exits.any():
-            on_exit(*gather_exits(exits, *buffers))
+        inst = np.asarray(inst, np.int64)
 
+        def launch(status, rounds, *buffers_and_exits):
+            run_rows(st.next_event, st.fcfs_job, st.fcfs_q, st.fcfs_head, st.fcfs_len, st.fcfs_busy, st.since,
+                     st.wait_sum, inst, horizon, eng.jobs.service, eng.jobs.route, eng.jobs.wait, follow, job,
+                     departure, follow_wait, kind.slot_station, kind.first_at, kind.servers_at, status, rounds,
+                     *buffers_and_exits)
 
-@njit(cache=True)
-def gather_exits(exits, jid, n, when, rnd):
-    """The exits of every row, flat, in the NumPy loop's order: by event round, then row (a
-    counting sort on the round)."""
-    R = exits.size
-    total = 0
-    rounds = 0
-    for r in range(R):
-        total += exits[r]
-        if exits[r]:
-            rounds = max(rounds, rnd[r, exits[r] - 1] + 1)
-    start = np.zeros(rounds + 1, np.int64)
-    for r in range(R):
-        for e in range(exits[r]):
-            start[rnd[r, e] + 1] += 1
-    for k in range(rounds):
-        start[k + 1] += start[k]
-    rows = np.empty(total, np.int64)
-    out_jid = np.empty(total, np.int64)
-    out_n = np.empty(total, np.int64)
-    out_when = np.empty(total)
-    for r in range(R):  # rows ascending: within a round, in row order
-        for e in range(exits[r]):
-            i = start[rnd[r, e]]
-            start[rnd[r, e]] += 1
-            rows[i], out_jid[i], out_n[i], out_when[i] = r, jid[r, e], n[r, e], when[r, e]
-    return rows, out_jid, out_n, out_when
+        self.drive(launch, st.next_event.shape[0], not follow, on_exit, lambda: _grow_queues(st))
 
 
 def _observer(st: State) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -274,16 +197,3 @@ def _observer(st: State) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray, np.n
         return True, follow.job, follow.horizon, follow.departure, follow.wait_sum
     empty = np.empty(0)
     return False, np.empty(0, np.int64), empty, empty, empty
-
-
-def _exit_buffers(rows: int, width: int) -> tuple[np.ndarray, ...]:
-    return (np.zeros((rows, width), np.int64), np.zeros((rows, width), np.int64), np.zeros((rows, width)),
-            np.zeros((rows, width), np.int64))
-
-
-def _grow_exits(buffers: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
-    rows, width = buffers[0].shape
-    grown = _exit_buffers(rows, 2 * width)
-    for old, new in zip(buffers, grown, strict=True):
-        new[:, :width] = old
-    return grown

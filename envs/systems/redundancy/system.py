@@ -40,9 +40,11 @@ from envs.distributions import (
     make_distribution,
 )
 from envs.errors import SpecError, brief, check_distinct, check_keys, did_you_mean, is_list
+from envs.kinds.ps import PsKind
 from envs.observation import ObservationEncoding
 from envs.systems.base import ControlSystem
 from envs.systems.redundancy.dispatch import CopyToD
+from envs.systems.redundancy.kernel import PsRedundancyKernel
 
 REDUNDANCY_KEYS = ("servers", "kind", "copies", "size", "scale", "factor", "d")
 COPY_LAWS = ("identical", "iid", "scaled")
@@ -282,6 +284,10 @@ class RedundancySystem(ControlSystem):
     # ------------------------------------------------------------------ simulation
     def routing(self):
         return CopyToD(self.spec)
+
+    def kernel(self, eng):
+        """Compiled over PS servers (FCFS servers run the NumPy loop)."""
+        return PsRedundancyKernel(eng) if isinstance(eng.single_kind, PsKind) else None
 
     def encoding(self, include_in_service: bool = False):
         """Jobs per server sorted (the servers are exchangeable), then the total, then the jobs

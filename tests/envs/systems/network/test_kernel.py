@@ -19,8 +19,7 @@ from hypothesis import strategies as st
 
 from envs import Engine, NetworkSpec, load_spec
 from envs.compiled import ENGINE_VAR, THREADS_VAR, default_engine, use_engine
-from envs.outcomes import Outcomes
-from envs.systems.network.kernel import _exit_buffers
+from envs.kernels import exit_buffers
 
 FCFS_NETWORKS = ["paper_tandem", "paper_acyclic", "tandem", "acyclic", "mmc_c1", "mmc_c3", "mmc_c5_overload",
                  "paper_tandem_step"]
@@ -43,46 +42,19 @@ def assert_same_state(a: Engine, b: Engine) -> None:
     np.testing.assert_array_equal(a.now, b.now)
 
 
-def assert_same_outcomes(a: Outcomes, b: Outcomes) -> None:
-    for name, value in vars(a).items():
-        if isinstance(value, np.ndarray):
-            np.testing.assert_array_equal(value, getattr(b, name), err_msg=f"outcomes.{name}")
-
-
-def run_both(spec: NetworkSpec, num_envs: int, steps: int, seed: int, action_seed: int, **options
-             ) -> tuple[Engine, Engine, int]:
-    """Step both engines on the same random actions; returns them and the outcome rows seen."""
-    engines = [Engine(spec, num_envs, seed=seed, engine=name, **options) for name in ("numpy", "compiled")]
-    assert [e.engine for e in engines] == ["numpy", "compiled"]
-    rng = np.random.default_rng(action_seed)
-    rows = 0
-    for _ in range(steps):
-        obs = [e.observe(include_in_service=True) for e in engines]
-        np.testing.assert_array_equal(*obs)
-        action = rng.integers(0, len(spec.actions), num_envs)
-        done = [e.step(action) for e in engines]
-        assert_same_outcomes(*done)
-        np.testing.assert_array_equal(engines[0].holding, engines[1].holding)
-        rows += done[0].env.size
-    assert_same_state(*engines)
-    assert_same_outcomes(*(e.counterfactual(np.arange(0, num_envs, 2)) for e in engines))
-    assert_same_outcomes(*(e.drain() for e in engines))
-    return engines[0], engines[1], rows
-
-
 @pytest.mark.parametrize("name", FCFS_NETWORKS)
-def test_every_packaged_fcfs_network_runs_the_same_in_both_engines(name):
-    _, _, rows = run_both(load_spec(name), 32, 200, seed=5, action_seed=6)
+def test_every_packaged_fcfs_network_runs_the_same_in_both_engines(name, twin):
+    _, _, rows = twin.run(load_spec(name), 32, 200, seed=5, action_seed=6, same_state=assert_same_state)
     assert rows > 32 * 100  # rejections' probes and departures were compared
 
 
-def test_the_exact_counterfactual_and_growing_buffers_are_the_same_in_both_engines():
+def test_the_exact_counterfactual_and_growing_buffers_are_the_same_in_both_engines(twin):
     spec = load_spec("mmc_c5_overload")  # accepting most jobs overloads it: the queues outgrow 16 places
     numpy, compiled = (Engine(spec, 8, seed=1, engine=e, exact_counterfactual=True) for e in ("numpy", "compiled"))
-    compiled.kernel.exit_buffers = _exit_buffers(8, 1)  # one exit per row and call: the buffers must grow
+    compiled.kernel.exit_buffers = exit_buffers(8, 1)  # one exit per row and call: the buffers must grow
     for _ in range(400):
         action = (numpy.observe().sum(1) < 40).astype(np.int64)
-        assert_same_outcomes(numpy.step(action), compiled.step(action))
+        twin.same_outcomes(numpy.step(action), compiled.step(action))
     assert compiled.state.fcfs_q.shape[2] > 16 and compiled.kernel.exit_buffers[0].shape[1] > 1
     assert_same_state(numpy, compiled)
 
@@ -116,8 +88,8 @@ def feed_forward_networks(draw) -> NetworkSpec:
 
 @settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=feed_forward_networks(), seed=st.integers(0, 2**16))
-def test_random_feed_forward_networks_run_the_same_in_both_engines(spec, seed):
-    run_both(spec, 6, 60, seed=seed, action_seed=seed + 1)
+def test_random_feed_forward_networks_run_the_same_in_both_engines(spec, seed, twin):
+    twin.run(spec, 6, 60, seed=seed, action_seed=seed + 1, same_state=assert_same_state)
 
 
 def test_a_network_with_processor_sharing_runs_the_numpy_loop():

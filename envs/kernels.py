@@ -1,0 +1,147 @@
+"""What every compiled event loop shares (``System.kernel``): the exit buffers, the driver that
+launches a loop until every row is done, and the outcome rows of the jobs that left.
+
+A compiled loop runs each row's events in time order; the NumPy loop runs the k-th event of
+every row in one operation, so it reports exits by event round, then row. The loops here note
+each exit's round and hand the exits back in that order (``gather_exits``), so that both
+engines give the same outcome rows, row for row. A row stops early, before touching its state,
+when its exit buffer is full (``EXITS_FULL``) or a queue may need more room (``QUEUE_FULL``);
+the driver makes room and launches again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numba
+import numpy as np
+from numba import njit
+
+from envs.compiled import LAUNCH, threads
+from envs.outcomes import Outcomes
+
+RUNNING, DONE, QUEUE_FULL, EXITS_FULL = 0, 1, 2, 3
+
+
+def exit_buffers(rows: int, width: int) -> tuple[np.ndarray, ...]:
+    """Per row, room for ``width`` exits: (job id, last station, time, event round)."""
+    return (np.zeros((rows, width), np.int64), np.zeros((rows, width), np.int64), np.zeros((rows, width)),
+            np.zeros((rows, width), np.int64))
+
+
+def grow_exits(buffers: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    rows, width = buffers[0].shape
+    grown = exit_buffers(rows, 2 * width)
+    for old, new in zip(buffers, grown, strict=True):
+        new[:, :width] = old
+    return grown
+
+
+class CompiledLoop:
+    """Base of a system's compiled loop: the real network's exit buffers, kept between steps
+    (they grow), and the launch-until-done driver."""
+
+    def __init__(self, eng):
+        self.exit_buffers = exit_buffers(eng.B, 8)
+        numba.set_num_threads(min(threads(), numba.config.NUMBA_NUM_THREADS))
+
+    def drive(self, launch: Callable, rows: int, collect: bool, on_exit: Callable,
+              make_room: Callable[[], None] | None = None) -> None:
+        """Call ``launch(status, rounds, *exit buffers, exits)`` until every row is DONE, making
+        room where a row stopped for it; with ``collect``, hand the exits to ``on_exit`` at the
+        end, in one call, in the NumPy loop's order."""
+        status = np.full(rows, RUNNING, np.int8)
+        rounds = np.zeros(rows, np.int64)
+        exits = np.zeros(rows, np.int64)
+        buffers = self.exit_buffers if collect else exit_buffers(rows, 0)
+        while True:
+            with LAUNCH:
+                launch(status, rounds, *buffers, exits)
+            if (status == DONE).all():
+                break
+            if make_room is not None and (status == QUEUE_FULL).any():
+                make_room()
+            if (status == EXITS_FULL).any():
+                buffers = self.exit_buffers = grow_exits(buffers)
+            status[status != DONE] = RUNNING
+        if collect and exits.any():
+            on_exit(*gather_exits(exits, *buffers))
+
+    @staticmethod
+    def outcomes(eng, rows: np.ndarray, jid: np.ndarray, n: np.ndarray, when: np.ndarray,
+                 work: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]) -> Outcomes:
+        """As ``Engine._departures``: the outcome rows of the jobs that left, their slots freed;
+        ``work(service, served)`` gives each job's work and copies (after the slots are freed:
+        it may read only what a release leaves, e.g. the per-job clocks)."""
+        jobs = eng.jobs
+        arrived, sojourn, delay, service, wait, cls, step, action = departure_rows(
+            rows, jid, n, when, jobs.arrival_time, jobs.service, jobs.wait, eng.state.wait_sum, jobs.job_class,
+            jobs.step, jobs.action, jobs.live, jobs.free, jobs.free_count, eng.spec.delay == "paper")
+        served = np.where(np.isnan(wait), np.nan, service)
+        done, copies = work(service, served)
+        return Outcomes(rows, step, action, np.ones(rows.size, bool), delay < eng.d_ub[cls], delay, sojourn, arrived,
+                        when, cls, done, copies, wait, served)
+
+
+@njit(cache=True)
+def gather_exits(exits, jid, n, when, rnd):
+    """The exits of every row, flat, in the NumPy loop's order: by event round, then row (a
+    counting sort on the round)."""
+    R = exits.size
+    total = 0
+    rounds = 0
+    for r in range(R):
+        total += exits[r]
+        if exits[r]:
+            rounds = max(rounds, rnd[r, exits[r] - 1] + 1)
+    start = np.zeros(rounds + 1, np.int64)
+    for r in range(R):
+        for e in range(exits[r]):
+            start[rnd[r, e] + 1] += 1
+    for k in range(rounds):
+        start[k + 1] += start[k]
+    rows = np.empty(total, np.int64)
+    out_jid = np.empty(total, np.int64)
+    out_n = np.empty(total, np.int64)
+    out_when = np.empty(total)
+    for r in range(R):  # rows ascending: within a round, in row order
+        for e in range(exits[r]):
+            i = start[rnd[r, e]]
+            start[rnd[r, e]] += 1
+            rows[i], out_jid[i], out_n[i], out_when[i] = r, jid[r, e], n[r, e], when[r, e]
+    return rows, out_jid, out_n, out_when
+
+
+@njit(cache=True, inline="always")
+def note_exit(r, jid, n, when, k, exit_jid, exit_n, exit_when, exit_round, exits):
+    """Row ``r``'s job ``jid`` left from station ``n`` at ``when``, in its event round ``k``."""
+    e = exits[r]
+    exit_jid[r, e] = jid
+    exit_n[r, e] = n
+    exit_when[r, e] = when
+    exit_round[r, e] = k
+    exits[r] = e + 1
+
+
+@njit(cache=True)
+def departure_rows(rows, jid, n, when, arrival_time, service, wait, wait_sum, job_class, step, action, live, free,
+                   free_count, paper):
+    """The outcome columns of the jobs that left (as ``Engine._departures``), and their slots
+    freed in the order they left (as ``SlotTable.release``)."""
+    R, N = rows.size, service.shape[2]
+    arrived, sojourn, delay = np.empty(R), np.empty(R), np.empty(R)
+    served, waited = np.empty((R, N)), np.empty((R, N))
+    cls, stp, act = np.empty(R, np.int64), np.empty(R, np.int64), np.empty(R, np.int64)
+    for i in range(R):
+        r, j = rows[i], jid[i]
+        arrived[i] = arrival_time[r, j]
+        sojourn[i] = when[i] - arrived[i]
+        for m in range(N):
+            served[i, m] = service[r, j, m]
+            waited[i, m] = wait[r, j, m]
+        delay[i] = wait_sum[r, j] + served[i, n[i]] if paper else sojourn[i]
+        cls[i], stp[i], act[i] = job_class[r, j], step[r, j], action[r, j]
+        live[r, j] = False
+        free[r, free_count[r]] = j
+        free_count[r] += 1
+    return arrived, sojourn, delay, served, waited, cls, stp, act
