@@ -82,6 +82,18 @@ class CompiledLoop:
         return Outcomes(rows, step, action, np.ones(rows.size, bool), delay < eng.d_ub[cls], delay, sojourn, arrived,
                         when, cls, done, copies, wait, served)
 
+    @staticmethod
+    def with_cancelled(eng, rows: np.ndarray, jid: np.ndarray, n: np.ndarray) -> Callable:
+        """``outcomes``' ``work`` where copies are cancelled: the copy that finished plus what
+        the cancelled ones used, and the copies that started (as ``Engine._departures``)."""
+        st = eng.state
+
+        def work(service, served):
+            done = service[np.arange(rows.size), n] + st.cancelled_work[rows, jid]
+            return done, 1 + st.cancelled_started[rows, jid].astype(np.int64)
+
+        return work
+
 
 @njit(cache=True)
 def gather_exits(exits, jid, n, when, rnd):

@@ -158,13 +158,7 @@ class PsRedundancyKernel(CompiledLoop):
     def departures(self, eng: Engine, rows: np.ndarray, jid: np.ndarray, n: np.ndarray, when: np.ndarray
                    ) -> Outcomes:
         """As ``Engine._departures``: the copy that finished and what the cancelled ones used."""
-        st = eng.state
-
-        def work(service, served):
-            done = service[np.arange(rows.size), n] + st.cancelled_work[rows, jid]
-            return done, 1 + st.cancelled_started[rows, jid].astype(np.int64)
-
-        return self.outcomes(eng, rows, jid, n, when, work)
+        return self.outcomes(eng, rows, jid, n, when, self.with_cancelled(eng, rows, jid, n))
 
     def run(self, eng: Engine, st: State, inst: np.ndarray, horizon: np.ndarray, on_exit) -> None:
         """As ``Engine.run``: every row's events up to its horizon; the exits go to ``on_exit``
