@@ -90,6 +90,17 @@ def relaxation_batches(levels: np.ndarray) -> float:
     return max(tau, 0.0)
 
 
+def warmup_batches(levels: np.ndarray) -> int:
+    """The warm-up ``settled`` asks of levels (batches, instances): the MSER cut, and at least
+    ``WARMUP_RELAXATIONS`` relaxation times from ``MIN_RELAXATION_BATCHES`` batches on. It may
+    exceed half the run (then the run is too short); measured on a run too short, the
+    relaxation time reads short too, so it is then a lower bound."""
+    cut = mser_cut(levels.mean(1))
+    if levels.shape[0] >= MIN_RELAXATION_BATCHES:
+        cut = max(cut, math.ceil(WARMUP_RELAXATIONS * relaxation_batches(levels[cut:])))
+    return cut
+
+
 def settled(levels: np.ndarray, z: float = 3.0) -> tuple[int, bool]:
     """(warm-up, stationary?) of batch levels (batches, instances) of the number in system.
 
@@ -100,9 +111,7 @@ def settled(levels: np.ndarray, z: float = 3.0) -> tuple[int, bool]:
     the first half of the run and what follows it has no trend (its first and second halves
     within ``z`` standard errors over instances)."""
     n = levels.shape[0]
-    cut = mser_cut(levels.mean(1))
-    if n >= MIN_RELAXATION_BATCHES:
-        cut = max(cut, math.ceil(WARMUP_RELAXATIONS * relaxation_batches(levels[cut:])))
+    cut = warmup_batches(levels)
     rest = levels[cut:]
     half = rest.shape[0] // 2
     if cut >= n // 2 or half == 0:

@@ -325,7 +325,8 @@ def engines_table(num_envs: int, decisions: int, threads: int = 2) -> None:
     workloads = (("paper_tandem accept-all", load_spec("paper_tandem"), accept_all),
                  ("paper_tandem sum q < 9, probes", load_spec("paper_tandem"), TotalThreshold(9)),
                  ("redundancy_ps d = 2 (load 0.7)", redundancy, zero),
-                 ("pools action 0", load_spec("pools"), zero),
+                 ("pools action 0 (overloaded)", load_spec("pools"), zero),
+                 ("pools full replication (action 2)", load_spec("pools"), lambda obs: np.full(obs.shape[0], 2)),
                  ("cell_5g accept", load_spec("cell_5g"), accept_all))
     print(f"\nengines: B = {num_envs}, {decisions} decisions, best of 2, decisions/s (the same process)")
     print(f"{'workload':<34}{'engine':>9}{'numpy':>11}{'compiled 1':>12}{'ratio':>7}"

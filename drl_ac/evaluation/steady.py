@@ -12,7 +12,8 @@ batches of ``chunk`` decisions per instance:
 * the window is every batch after the cut, each decision's job followed to its departure;
   the run is doubled until the headline measure's standard error is at most ``rel_se`` of
   its value (the mean response time's where the headline is a constant, ``_precision``; or
-  ``max_steps`` is reached: the result then says which standard error it reached);
+  ``max_steps`` is reached: the result then says which standard error it reached, and a run
+  that never settled says how many decisions per instance it would need, ``steps_needed``);
 * ``stability`` builds a backlog by an overload, restores the arrival rate and measures
   the drift of the number in system over a long horizon with its standard error: a policy
   whose backlog grows is unstable, whatever its mean looked like in a finite window.
@@ -38,7 +39,7 @@ from drl_ac.evaluation.metrics import (
 )
 from envs import Driver, NetworkSpec, Outcomes
 from envs.engine import CapacityError
-from envs.rollout import set_arrival_speed, settled
+from envs.rollout import set_arrival_speed, settled, warmup_batches
 
 Policy = Callable[[np.ndarray], np.ndarray]
 Z_UNSTABLE = 3.0  # standard errors of growth that make a policy unstable (never chosen: false alarms cost)
@@ -149,8 +150,11 @@ def _steady_state(policy: Policy, spec: NetworkSpec, seed: int, num_envs: int, c
             if target >= max_steps or (stationary and reached <= rel_se):
                 break
         target = min(2 * target, max_steps)
-    return {**out, "warmup_steps": cut * chunk, "window_steps": (n - cut) * chunk, "headline": headline,
-            "rel_se": reached, "stationary": bool(stationary)}
+    result = {**out, "warmup_steps": cut * chunk, "window_steps": (n - cut) * chunk, "headline": headline,
+              "rel_se": reached, "stationary": bool(stationary)}
+    if not stationary:  # what a run would need: its warm-up in the first half (a lower bound, see warmup_batches)
+        result["steps_needed"] = max(2 * (warmup_batches(batches.level[:n]) + 1) * chunk, 2 * n * chunk)
+    return result
 
 
 @dataclass(frozen=True)

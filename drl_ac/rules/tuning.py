@@ -125,36 +125,70 @@ class ControlTuner:
     same ``start`` state when one is given (e.g. the best constant action's stationary state,
     so that candidates need only their own, shorter transient). A candidate whose run never
     reaches a stationary regime within ``max_steps`` scores infinity (unstable or too slow
-    to tell, never chosen)."""
+    to tell, never chosen).
+
+    Near a system's limit the number in system relaxes over more decisions than a tuning run
+    has (redundancy_ps at load 0.9: about 60,000 per instance); a search where no candidate
+    settled took its first (there the own-server rule at 6.04, where its best reads 4.8).
+    ``settle_on`` measures that: a stable base runs until it settles (up to ``LONGER`` times
+    the tuning run), and the ``horizon`` is four times its warm-up where that exceeds the run.
+    Every candidate still runs the tuning run, on the same random numbers from the same start,
+    and ranks by its mean there (a screen: those means share the transient); the ``confirm``
+    leaders then run to the horizon, and the best of those that settle is chosen."""
+
+    LONGER = 8  # the most ``settle_on`` stretches the horizon
 
     def __init__(self, spec: NetworkSpec, seed: int, num_envs: int, max_steps: int, rel_se: float = 0.02,
-                 start: dict | None = None, progress: Callable[[str], None] | None = None):
+                 start: dict | None = None, progress: Callable[[str], None] | None = None, confirm: int = 3):
         self.spec, self.seed, self.num_envs, self.max_steps, self.rel_se = spec, seed, num_envs, max_steps, rel_se
-        self.start, self.progress = start, progress
+        self.start, self.progress, self.confirm = start, progress, confirm
+        self.horizon = max_steps
         self.cache: dict[str, dict] = {}
         self.trace: list[tuple[str, int, float, float]] = []
 
-    def __call__(self, rule) -> dict:
-        key = rule.describe()
+    def settle_on(self, rule) -> dict:
+        """Run ``rule`` (a stable base: the most stable constant action) to the longest horizon
+        and set ``horizon`` from what it needed; returns its measures."""
+        m = self(rule, self.max_steps * self.LONGER)
+        settle = 4 * m["warmup_steps"] if m["stationary"] else self.max_steps * self.LONGER  # warm-up: < half a run
+        self.horizon = min(max(self.max_steps, settle), self.max_steps * self.LONGER)
+        return m
+
+    def __call__(self, rule, max_steps: int | None = None) -> dict:
+        """``rule``'s measures from a run of at most ``max_steps`` (the tuning run's by default)."""
+        steps = max_steps or self.max_steps
+        key = (rule.describe(), steps)
         if key not in self.cache:
-            m = steady_state(rule, self.spec, seed=self.seed, num_envs=self.num_envs, max_steps=self.max_steps,
+            m = steady_state(rule, self.spec, seed=self.seed, num_envs=self.num_envs, max_steps=steps,
                              rel_se=self.rel_se, start=self.start)
             if not m["stationary"]:
-                m = {**m, "unstable": f"no stationary regime within {self.max_steps} decisions per instance"}
+                m = {**m, "unstable": f"no stationary regime within {steps} decisions per instance"}
             self.cache[key] = m
-            self.trace.append((key, m["arrivals"], m["mean_delay"], m["acceptance"]))
+            self.trace.append((key[0], m["arrivals"], m["mean_delay"], m["acceptance"]))
             if self.progress is not None:
                 lo, hi = m["mean_delay_ci"]
-                self.progress(f"{key}: mean response {m['mean_delay']:.4f} [{lo:.4f}, {hi:.4f}] "
+                self.progress(f"{key[0]}: mean response {m['mean_delay']:.4f} [{lo:.4f}, {hi:.4f}] "
                               f"({m['arrivals']} arrivals after {m['warmup_steps']} warm-up steps"
                               f"{'; NOT stationary' if 'unstable' in m else ''})")
         return self.cache[key]
 
+    def measures(self, rule, at_least: int | None = None) -> dict:
+        """``rule``'s measures from its longest run so far, run to at least ``at_least``
+        decisions per instance (the tuning run's by default) if it has not been."""
+        runs = [steps for name, steps in self.cache if name == rule.describe()]
+        return self(rule, max(runs + [at_least or self.max_steps]))
+
     def score(self, rule) -> float:
-        m = self(rule)
+        m = self.measures(rule)
         return math.inf if "unstable" in m else float(m["mean_delay"])
 
     def best(self, rules: list) -> TuningResult:
-        """The candidate with the lowest mean response (the first when none is stationary)."""
+        """The candidate with the lowest mean response (the first when none is stationary);
+        beyond the tuning run, among the ``confirm`` leaders of the screen."""
+        if self.horizon > self.max_steps:
+            screened = sorted((r for r in rules if "arrivals" in self(r)), key=lambda r: self(r)["mean_delay"])
+            for r in screened[: self.confirm]:
+                self(r, self.horizon)
+            rules = screened[: self.confirm] or rules
         rule = min(rules, key=self.score)
-        return TuningResult(rule, self(rule), list(self.trace))
+        return TuningResult(rule, self.measures(rule), list(self.trace))

@@ -47,18 +47,23 @@ from drl_ac.parallel import Worker
 from drl_ac.rules.tuning import TuningResult
 from envs import NetworkSpec
 from envs.observation import ObservationEncoding
+from envs.rollout import WARMUP_RELAXATIONS
 
 Policy = Callable[[np.ndarray], np.ndarray]
 # How much a comparison may spend: "quick" ends a default training run (a minute or two on 2
 # cores), "full" is a study's, "smoke" checks the wiring in seconds and decides nothing.
 # "evaluation": options of steady_state; "stability": of stability. A system's tuner has its
-# own budgets (``BUDGETS`` of its rules module, ``rule_budget``).
+# own budgets (``BUDGETS`` of its rules module, ``rule_budget``). Few instances, long runs: the
+# warm-up each instance needs grows with the relaxation time (5 of them, in the first half of the
+# run: at load 0.9 on redundancy_ps about 60,000 decisions), while the standard error depends on
+# the window's total length; so a budget spends its decisions on length (quick at most
+# 32 x 64,000, as much as its former 128 x 16,000, which read load 0.9 as no steady state).
 BUDGETS: dict[str, dict[str, dict]] = {
     "smoke": {"evaluation": {"num_envs": 8, "min_steps": 200, "max_steps": 200, "chunk": 50, "rel_se": 1.0},
               "stability": {"num_envs": 8, "build_steps": 100, "steps": 200, "doublings": 0}},
-    "quick": {"evaluation": {"num_envs": 128, "min_steps": 1_000, "max_steps": 16_000, "rel_se": 0.01},
+    "quick": {"evaluation": {"num_envs": 32, "min_steps": 1_000, "max_steps": 64_000, "rel_se": 0.01},
               "stability": {"num_envs": 16, "build_steps": 1_000, "steps": 2_000}},
-    "full": {"evaluation": {"num_envs": 256, "min_steps": 2_000, "max_steps": 64_000, "rel_se": 0.01},
+    "full": {"evaluation": {"num_envs": 64, "min_steps": 2_000, "max_steps": 256_000, "rel_se": 0.01},
              "stability": {"num_envs": 64, "build_steps": 2_000, "steps": 4_000}},
 }
 
@@ -72,10 +77,11 @@ def measure(policy: Policy, spec: NetworkSpec, seed: int, budget: str = "quick")
     m = steady_state(policy, spec, seed=seed, per_instance=True, **options)
     if not m["stationary"] and not m.get("overloaded"):
         longer = [b for b, o in BUDGETS.items() if o["evaluation"]["max_steps"] > options["max_steps"]]
+        then = (f"budget {longer[0]} runs up to {BUDGETS[longer[0]]['evaluation']['max_steps']:,}" if longer
+                else "no budget here runs longer: steady_state(max_steps=...) does")
         m["not_stationary"] = (f"no steady state within {options['max_steps']:,} decisions per instance (budget "
-                               f"{budget}); " + (f"budget {longer[0]} runs up to "
-                                                 f"{BUDGETS[longer[0]]['evaluation']['max_steps']:,}" if longer else
-                                                 "no budget here runs longer: steady_state(max_steps=...) does"))
+                               f"{budget}): it needs at least {m['steps_needed']:,} (a warm-up of "
+                               f"{WARMUP_RELAXATIONS:g} relaxation times in the first half); {then}")
     replay(policy)  # as steady_state did: the stability run replays the same draws
     m["stability"] = stability(policy, spec, seed=seed + 1, **_budget(budget)["stability"]).to_dict()
     return m
@@ -378,7 +384,14 @@ def table_cell(m: dict, spec: NetworkSpec) -> str:
             lo, hi = m[f"{key}_ci"]
             parts.append(f"{key} {m[key]:.4f}" + (f" [{lo:.4f}, {hi:.4f}]" if stationary else ""))
     stable = m["stability"]["verdict"]
-    return ", ".join(parts) + f", {stable}" + ("" if stationary else ", NOT stationary: no interval")
+    return ", ".join(parts) + f", {stable}" + ("" if stationary else f", {no_interval(m)}")
+
+
+def no_interval(m: dict) -> str:
+    """What a row that reached no steady state says in place of its interval, with what a run
+    would need where the run could tell (``steady_state``'s ``steps_needed``)."""
+    need = m.get("steps_needed")
+    return "NOT stationary: no interval" + (f" (needs at least {need:,} decisions per instance)" if need else "")
 
 
 def table(rows: dict[str, dict], verdict: Verdict, spec: NetworkSpec) -> str:

@@ -25,7 +25,7 @@ def _cell(m: dict, key: str | None) -> str:
     if "arrivals" not in m:
         return "not simulated"
     if not m.get("stationary", True):  # a transient's mean: no interval claims it (study.table alike)
-        return f"{m[key]:.4f}, NOT stationary: no interval"
+        return f"{m[key]:.4f}, {study.no_interval(m)}"
     lo, hi = m[f"{key}_ci"]
     return f"{m[key]:.4f} [{lo:.4f}, {hi:.4f}]"
 

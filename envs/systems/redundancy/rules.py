@@ -129,13 +129,16 @@ def tuned_rules(spec: NetworkSpec, seed: int = 777, num_envs: int = 64, max_step
     lam_star = limits(spec)
     tuner = ControlTuner(spec, seed, num_envs, max_steps, progress=progress)
     out: dict[str, TuningResult] = {}
+    safest = max(range(len(red.choices)), key=lambda a: lam_star[red.choices[a]])
+    if rate < lam_star[red.choices[safest]]:  # near the limit, the system sets the horizon
+        tuner.settle_on(ConstantAction(safest, f"d = {red.choices[safest]}"))
     for a, d in enumerate(red.choices):
         rule = ConstantAction(a, f"d = {d}")
         if rate >= lam_star[d]:
             out[rule.describe()] = TuningResult(rule, {"unstable": f"arrival rate {rate:.4g} >= lambda*(d={d}) "
                                                                    f"{lam_star[d]:.4g}", "mean_delay": math.inf})
         else:
-            out[rule.describe()] = TuningResult(rule, tuner(rule), list(tuner.trace))
+            out[rule.describe()] = TuningResult(rule, tuner.measures(rule, tuner.horizon), list(tuner.trace))
     stable = [r.rule for r in out.values() if "arrivals" in r.metrics]
     if not stable:
         return out

@@ -143,8 +143,10 @@ def test_a_run_too_short_for_its_load_gives_no_interval_and_no_verdict():
     from drl_ac.study.compare import judge, table_cell
     spec = redundancy_at(9.0)
     m = steady_state(d1, spec, seed=2, num_envs=32, min_steps=2_000, max_steps=4_000)
-    assert not m["stationary"]
+    assert not m["stationary"] and m["steps_needed"] > 4_000  # what a run would need: more than it had
     row = {**m, "stability": {"verdict": "stable"}, "not_stationary": "no steady state within 4,000 decisions"}
-    assert table_cell(row, spec).endswith("NOT stationary: no interval") and "[" not in table_cell(row, spec)
+    cell = table_cell(row, spec)
+    assert cell.endswith(f"NOT stationary: no interval (needs at least {m['steps_needed']:,} decisions per instance)")
+    assert "[" not in cell
     verdict = judge(spec, row, {"d = 1": {**row, "stationary": True}})
     assert verdict.outcome == "undecided" and verdict.difference is None
