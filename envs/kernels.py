@@ -68,31 +68,22 @@ class CompiledLoop:
             on_exit(*gather_exits(exits, *buffers))
 
     @staticmethod
-    def outcomes(eng, rows: np.ndarray, jid: np.ndarray, n: np.ndarray, when: np.ndarray,
-                 work: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]) -> Outcomes:
-        """As ``Engine._departures``: the outcome rows of the jobs that left, their slots freed;
-        ``work(service, served)`` gives each job's work and copies (after the slots are freed:
-        it may read only what a release leaves, e.g. the per-job clocks)."""
+    def departures(eng, rows: np.ndarray, jid: np.ndarray, n: np.ndarray, when: np.ndarray) -> Outcomes:
+        """As ``Engine._departures``: the outcome rows of the jobs that left, their slots freed.
+        A job's work is what its stations served; where copies are cancelled (``routing.cancels``),
+        the copy that finished plus what the cancelled ones used, and the copies that started."""
         jobs = eng.jobs
         arrived, sojourn, delay, service, wait, cls, step, action = departure_rows(
             rows, jid, n, when, jobs.arrival_time, jobs.service, jobs.wait, eng.state.wait_sum, jobs.job_class,
             jobs.step, jobs.action, jobs.live, jobs.free, jobs.free_count, eng.spec.delay == "paper")
         served = np.where(np.isnan(wait), np.nan, service)
-        done, copies = work(service, served)
+        if eng.routing.cancels:  # the per-job clocks outlive the release
+            work = service[np.arange(rows.size), n] + eng.state.cancelled_work[rows, jid]
+            copies = 1 + eng.state.cancelled_started[rows, jid].astype(np.int64)
+        else:
+            work, copies = np.nansum(served, 1), np.ones(rows.size, np.int64)
         return Outcomes(rows, step, action, np.ones(rows.size, bool), delay < eng.d_ub[cls], delay, sojourn, arrived,
-                        when, cls, done, copies, wait, served)
-
-    @staticmethod
-    def with_cancelled(eng, rows: np.ndarray, jid: np.ndarray, n: np.ndarray) -> Callable:
-        """``outcomes``' ``work`` where copies are cancelled: the copy that finished plus what
-        the cancelled ones used, and the copies that started (as ``Engine._departures``)."""
-        st = eng.state
-
-        def work(service, served):
-            done = service[np.arange(rows.size), n] + st.cancelled_work[rows, jid]
-            return done, 1 + st.cancelled_started[rows, jid].astype(np.int64)
-
-        return work
+                        when, cls, work, copies, wait, served)
 
 
 @njit(cache=True)
@@ -122,6 +113,19 @@ def gather_exits(exits, jid, n, when, rnd):
             start[rnd[r, e]] += 1
             rows[i], out_jid[i], out_n[i], out_when[i] = r, jid[r, e], n[r, e], when[r, e]
     return rows, out_jid, out_n, out_when
+
+
+@njit(cache=True, inline="always")
+def earliest(next_event, r):
+    """(time, column) of row ``r``'s earliest pending event, the first on ties (as NumPy's
+    argmin); column -1 when none is pending."""
+    when = np.inf
+    slot = -1
+    for j in range(next_event.shape[1]):
+        if next_event[r, j] < when:
+            when = next_event[r, j]
+            slot = j
+    return when, slot
 
 
 @njit(cache=True, inline="always")

@@ -21,14 +21,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba import njit, prange
 
-from envs.kernels import DONE, EXITS_FULL, QUEUE_FULL, CompiledLoop, note_exit
+from envs.kernels import DONE, EXITS_FULL, QUEUE_FULL, CompiledLoop, earliest, note_exit
 from envs.kinds.fcfs import _grow_queues
 from envs.probe import Follow
 
 if TYPE_CHECKING:
     from envs.engine import Engine
     from envs.kinds.base import State
-    from envs.outcomes import Outcomes
 
 
 @njit(cache=True, inline="always")
@@ -74,7 +73,7 @@ def run_rows(next_event, fcfs_job, fcfs_q, fcfs_head, fcfs_len, fcfs_busy, since
     """Run every row's events at times <= its horizon. A row stops early with ``status``
     QUEUE_FULL (a queue may need more room) or EXITS_FULL (its exit buffer is full) before
     touching its state, so that the caller can make room and call again."""
-    R, E = next_event.shape
+    R = next_event.shape[0]
     N = service.shape[2]
     Q = fcfs_q.shape[2]
     for r in prange(R):
@@ -83,12 +82,7 @@ def run_rows(next_event, fcfs_job, fcfs_q, fcfs_head, fcfs_len, fcfs_busy, since
         status[r] = DONE
         row_job = inst[r]
         while True:
-            when = np.inf
-            srv = -1
-            for j in range(E):  # the earliest event (the first on ties, as NumPy's argmin)
-                if next_event[r, j] < when:
-                    when = next_event[r, j]
-                    srv = j
+            when, srv = earliest(next_event, r)  # the first on ties, as NumPy's argmin
             if srv < 0 or when > horizon[r]:
                 break
             jid = fcfs_job[r, srv]
@@ -164,12 +158,6 @@ class FcfsNetworkKernel(CompiledLoop):
                               eng.jobs.wait, follow, job, horizon, departure, follow_wait, kind.first_at,
                               kind.servers_at):
             _grow_queues(st)
-
-    def departures(self, eng: Engine, rows: np.ndarray, jid: np.ndarray, n: np.ndarray, when: np.ndarray
-                   ) -> Outcomes:
-        """As ``Engine._departures``: the outcome rows of the jobs that left, their slots freed."""
-        return self.outcomes(eng, rows, jid, n, when,
-                             lambda service, served: (np.nansum(served, 1), np.ones(rows.size, np.int64)))
 
     def run(self, eng: Engine, st: State, inst: np.ndarray, horizon: np.ndarray, on_exit) -> None:
         """As ``Engine.run``: every row's events up to its horizon; the real network's exits go to

@@ -23,14 +23,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba import njit, prange
 
-from envs.kernels import DONE, EXITS_FULL, QUEUE_FULL, CompiledLoop, note_exit
+from envs.kernels import DONE, EXITS_FULL, QUEUE_FULL, CompiledLoop, earliest, note_exit
 from envs.kinds.fcfs import _grow_queues
 from envs.systems.pools.dispatch import REPLICATE, REROUTE
 
 if TYPE_CHECKING:
     from envs.engine import Engine
     from envs.kinds.base import State
-    from envs.outcomes import Outcomes
 
 # S: the state's arrays (per row); J: the job table's columns (per instance); C: the constants.
 # S = (next_event, fcfs_job, fcfs_q, fcfs_head, fcfs_len, fcfs_busy, since, wait_sum, cancelled_work,
@@ -249,7 +248,7 @@ def run_rows(S, J, C, inst, horizon, status, rounds, exit_jid, exit_n, exit_when
     """Run every row's events at times <= its horizon. A row stops, before touching its state,
     with ``status`` QUEUE_FULL (a full queue: an event pushes at most one job) or EXITS_FULL."""
     next_event, fcfs_job, length = S[0], S[1], S[4]
-    R, E = next_event.shape
+    R = next_event.shape[0]
     servers = fcfs_job.shape[1]
     Q = S[2].shape[2]
     for r in prange(R):
@@ -258,12 +257,7 @@ def run_rows(S, J, C, inst, horizon, status, rounds, exit_jid, exit_n, exit_when
         status[r] = DONE
         b = inst[r]
         while True:
-            when = np.inf
-            slot = -1
-            for j in range(E):  # the earliest event (the first on ties, as NumPy's argmin)
-                if next_event[r, j] < when:
-                    when = next_event[r, j]
-                    slot = j
+            when, slot = earliest(next_event, r)  # the first on ties, as NumPy's argmin
             if slot < 0 or when > horizon[r]:
                 break
             if length[r, 0] >= Q or length[r, 1] >= Q:
@@ -325,11 +319,6 @@ class PoolsKernel(CompiledLoop):
         inst = np.asarray(inst, np.int64)
         while not arrive_rows(*self._arrays(eng, st), self.constants, rows, inst, jid, n, when):
             _grow_queues(st)
-
-    def departures(self, eng: Engine, rows: np.ndarray, jid: np.ndarray, n: np.ndarray, when: np.ndarray
-                   ) -> Outcomes:
-        """As ``Engine._departures``: the copy that finished and what the cancelled one used."""
-        return self.outcomes(eng, rows, jid, n, when, self.with_cancelled(eng, rows, jid, n))
 
     def run(self, eng: Engine, st: State, inst: np.ndarray, horizon: np.ndarray, on_exit) -> None:
         """As ``Engine.run``: every row's events up to its horizon; the exits go to ``on_exit``

@@ -20,13 +20,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba import njit, prange
 
-from envs.kernels import DONE, EXITS_FULL, CompiledLoop, note_exit
+from envs.kernels import DONE, EXITS_FULL, CompiledLoop, earliest, note_exit
 from envs.kinds.ps import PsKind
 
 if TYPE_CHECKING:
     from envs.engine import Engine
     from envs.kinds.base import State
-    from envs.outcomes import Outcomes
 
 
 @njit(cache=True, inline="always")
@@ -76,19 +75,14 @@ def run_rows(next_event, clock, last, count, tag, job, first, first_at, capacity
     """Run every row's events at times <= its horizon: a completion ends its job (an exit) and
     cancels the job's other copies. A row stops, before touching its state, with ``status``
     EXITS_FULL when its exit buffer is full."""
-    R, E = next_event.shape
+    R = next_event.shape[0]
     for r in prange(R):
         if status[r] == DONE:
             continue
         status[r] = DONE
         row_job = inst[r]
         while True:
-            when = np.inf
-            s = -1
-            for j in range(E):  # the earliest event (the first on ties, as NumPy's argmin)
-                if next_event[r, j] < when:
-                    when = next_event[r, j]
-                    s = j
+            when, s = earliest(next_event, r)  # the first on ties, as NumPy's argmin
             if s < 0 or when > horizon[r]:
                 break
             if exits[r] >= exit_jid.shape[1]:
@@ -154,11 +148,6 @@ class PsRedundancyKernel(CompiledLoop):
                               st.ps_job, st.ps_first, st.ps_first_at, self.kind.capacity, np.asarray(inst, np.int64),
                               eng.jobs.service, eng.jobs.wait):
             PsKind._grow(st)
-
-    def departures(self, eng: Engine, rows: np.ndarray, jid: np.ndarray, n: np.ndarray, when: np.ndarray
-                   ) -> Outcomes:
-        """As ``Engine._departures``: the copy that finished and what the cancelled ones used."""
-        return self.outcomes(eng, rows, jid, n, when, self.with_cancelled(eng, rows, jid, n))
 
     def run(self, eng: Engine, st: State, inst: np.ndarray, horizon: np.ndarray, on_exit) -> None:
         """As ``Engine.run``: every row's events up to its horizon; the exits go to ``on_exit``
