@@ -164,7 +164,7 @@ def test_a_run_that_reached_no_steady_state_carries_no_interval_and_no_verdict()
     drifting = {**control_row([0.5, 0.6, 0.4, 0.5]), "stationary": False, "stability": {"verdict": "undecided"},
                 "arrivals": 400,
                 "not_stationary": "no steady state within 200 decisions per instance (budget smoke); budget quick "
-                                  "runs up to 64,000"}
+                                  "runs up to 128,000"}
     v = study.judge(spec, drifting, rules)
     assert v.outcome == "undecided" and v.difference is None and v.best_rule is None
     assert v.line() == f"verdict: undecided, no interval: {drifting['not_stationary']}"
@@ -189,4 +189,4 @@ def test_a_measure_too_short_for_its_load_says_what_budget_would_reach_it():
     assert not m["stationary"]
     assert m["not_stationary"].startswith("no steady state within 200 decisions per instance (budget smoke): it "
                                           f"needs at least {m['steps_needed']:,} (a warm-up of 5 relaxation times")
-    assert m["steps_needed"] >= 400 and m["not_stationary"].endswith("budget quick runs up to 64,000")
+    assert m["steps_needed"] >= 400 and m["not_stationary"].endswith("budget quick runs up to 128,000")
