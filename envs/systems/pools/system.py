@@ -42,7 +42,6 @@ from envs.errors import (
 from envs.observation import ObservationEncoding
 from envs.systems.base import ControlSystem
 from envs.systems.pools.dispatch import PoolsDispatch
-from envs.systems.pools.kernel import PoolsKernel
 from envs.systems.pools.theory import PoolsModel, PoolsPolicy, best_tau
 
 POOLS_KEYS = ("servers", "types", "size", "knowledge", "assign", "p_split", "policy", "tau", "queue", "preempt",
@@ -477,10 +476,6 @@ class PoolsSystem(ControlSystem):
     # ------------------------------------------------------------------ simulation
     def routing(self):
         return PoolsDispatch(self.spec)
-
-    def kernel(self, eng):
-        """The pools' compiled loop (FCFS pools, their timers, reroutes, copies and rescues)."""
-        return PoolsKernel(eng)
 
     def encoding(self, include_in_service: bool = False):
         """Jobs waiting and busy servers per pool (always: they show what a timer may free),
