@@ -159,31 +159,43 @@ def replay(policy: Policy) -> None:
     getattr(policy, "reset", lambda: None)()
 
 
+def undefined(num_envs: int, **why: str) -> dict:
+    """The measures of a run that reached no steady state and cannot be scored by one: every
+    measure NaN, no arrivals counted, ``stationary`` False; ``why``: the key that says why
+    (``overloaded``, ``unstable``)."""
+    out: dict = {}
+    for name in RATIOS:
+        out[name], out[f"{name}_ci"], out[f"{name}_se"] = math.nan, [math.nan, math.nan], math.nan
+    return {**out, "arrivals": 0, "instances": num_envs, "warmup_steps": 0, "stationary": False, **why}
+
+
 def overloaded(spec: NetworkSpec, num_envs: int, error: CapacityError) -> dict:
     """The measures of an admission policy under which an instance's queues outgrew the
     system's hopeless backlog: the jobs it admits wait longer and longer, so its long-run
     violation is 1, which is what it is scored (se 0); the other measures of a run that never
     reached a steady state are NaN. ``overloaded`` says why, ``stationary`` is False."""
-    out: dict = {}
-    for name in RATIOS:
-        out[name], out[f"{name}_ci"], out[f"{name}_se"] = math.nan, [math.nan, math.nan], math.nan
-    out["violation"], out["violation_ci"], out["violation_se"] = 1.0, [1.0, 1.0], 0.0
     bound = spec.system.hopeless_backlog()
     reason = (f"the policy admits more than {spec.name} can serve: an instance's queues outgrew {bound} jobs "
               f"({str(error).split('. Fix')[0]}), far more than its stations finish within the deadline, so the "
               "jobs it admits miss it more and more (long-run violation 1)")
-    return {**out, "arrivals": 0, "instances": num_envs, "warmup_steps": 0, "stationary": False,
-            "overloaded": reason}
+    return {**undefined(num_envs, overloaded=reason), "violation": 1.0, "violation_ci": [1.0, 1.0],
+            "violation_se": 0.0}
 
 
 def unless_overloaded(spec: NetworkSpec, max_jobs: int | None, num_envs: int, run: Callable[[], dict]) -> dict:
-    """``run()``, or ``overloaded``'s measures when its engine outgrew the system's hopeless
-    backlog. A bound the caller set (``max_jobs``) still raises ``CapacityError``, as asked."""
+    """``run()``, or, when its engine's job table reached its bound of jobs per instance,
+    ``overloaded``'s measures (a system with a hopeless backlog: admission) or ``undefined``
+    ones marked ``unstable`` (a control system: its backlog grew past anything a stable policy
+    holds, and nothing scores it). A bound the caller set (``max_jobs``) still raises
+    ``CapacityError``, as asked."""
     try:
         return run()
     except JobsBoundError as exc:  # not the memory bound of many instances: that one says to use fewer
-        if max_jobs is not None or spec.system.hopeless_backlog() is None:
+        if max_jobs is not None:
             raise
+        if spec.system.hopeless_backlog() is None:
+            return undefined(num_envs, unstable=f"an instance's backlog outgrew the job table "
+                                                f"({str(exc).split('. Fix')[0]}): unstable under this policy")
         return overloaded(spec, num_envs, exc)
 
 

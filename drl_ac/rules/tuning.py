@@ -161,8 +161,8 @@ class ControlTuner:
         if key not in self.cache:
             m = steady_state(rule, self.spec, seed=self.seed, num_envs=self.num_envs, max_steps=steps,
                              rel_se=self.rel_se, start=self.start)
-            if not m["stationary"]:
-                m = {**m, "unstable": f"no stationary regime within {steps} decisions per instance"}
+            if not m["stationary"]:  # a run whose backlog outgrew the job table says so already
+                m = {**m, "unstable": m.get("unstable") or f"no stationary regime within {steps} decisions per instance"}
             self.cache[key] = m
             self.trace.append((key[0], m["arrivals"], m["mean_delay"], m["acceptance"]))
             if self.progress is not None:
@@ -186,7 +186,8 @@ class ControlTuner:
         """The candidate with the lowest mean response (the first when none is stationary);
         beyond the tuning run, among the ``confirm`` leaders of the screen."""
         if self.horizon > self.max_steps:
-            screened = sorted((r for r in rules if "arrivals" in self(r)), key=lambda r: self(r)["mean_delay"])
+            screened = sorted((r for r in rules if math.isfinite(self(r)["mean_delay"])),
+                              key=lambda r: self(r)["mean_delay"])
             for r in screened[: self.confirm]:
                 self(r, self.horizon)
             rules = screened[: self.confirm] or rules

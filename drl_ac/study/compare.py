@@ -32,7 +32,7 @@ import numpy as np
 
 from drl_ac import rules
 from drl_ac.checkpoint import LoadedPolicy, policy_encoding
-from drl_ac.evaluation.metrics import Z95, Z95_ONE_SIDED, paired_difference, replay
+from drl_ac.evaluation.metrics import Z95, Z95_ONE_SIDED, paired_difference, replay, undefined
 from drl_ac.evaluation.selection import (
     EVALUATION,
     TUNING,
@@ -74,18 +74,29 @@ BUDGETS: dict[str, dict[str, dict]] = {
 def measure(policy: Policy, spec: NetworkSpec, seed: int, budget: str = "quick") -> dict:
     """``policy``'s steady-state measures on ``seed`` (per-instance sums kept for pairing) and
     its stability verdict under ``stability``. A randomised policy (one with ``reset``) replays
-    its uniforms in each, so measuring it again repeats its figures exactly."""
-    options = _budget(budget)["evaluation"]
-    m = steady_state(policy, spec, seed=seed, per_instance=True, **options)
-    if not m["stationary"] and not m.get("overloaded"):
-        longer = [b for b, o in BUDGETS.items() if o["evaluation"]["max_steps"] > options["max_steps"]]
+    its uniforms in each, so measuring it again repeats its figures exactly.
+
+    The stability test runs first: on a control system a policy it finds unstable is not run to
+    a steady state (its backlog would only grow, each step dearer, until the job table's bound
+    stops the run: pools' action 0 took 30 minutes to get there at the quick budget); its row
+    says so, with no measures (``undefined``). Not at the smoke budget, whose stability test is
+    too short to decide (a fresh PS backlog's make-up alone reads as growth there) and whose
+    steady-state run is short anyway."""
+    options = _budget(budget)
+    replay(policy)
+    verdict = stability(policy, spec, seed=seed + 1, **options["stability"])
+    if verdict.verdict == "unstable" and spec.system.hopeless_backlog() is None and budget != "smoke":
+        return {**undefined(options["evaluation"]["num_envs"], unstable=verdict.describe()),
+                "stability": verdict.to_dict()}
+    m = steady_state(policy, spec, seed=seed, per_instance=True, **options["evaluation"])
+    if not m["stationary"] and not m.get("overloaded") and "unstable" not in m:
+        longer = [b for b, o in BUDGETS.items() if o["evaluation"]["max_steps"] > options["evaluation"]["max_steps"]]
         then = (f"budget {longer[0]} runs up to {BUDGETS[longer[0]]['evaluation']['max_steps']:,}" if longer
                 else "no budget here runs longer: steady_state(max_steps=...) does")
-        m["not_stationary"] = (f"no steady state within {options['max_steps']:,} decisions per instance (budget "
-                               f"{budget}): it needs at least {m['steps_needed']:,} (a warm-up of "
+        m["not_stationary"] = (f"no steady state within {options['evaluation']['max_steps']:,} decisions per "
+                               f"instance (budget {budget}): it needs at least {m['steps_needed']:,} (a warm-up of "
                                f"{WARMUP_RELAXATIONS:g} relaxation times in the first half); {then}")
-    replay(policy)  # as steady_state did: the stability run replays the same draws
-    m["stability"] = stability(policy, spec, seed=seed + 1, **_budget(budget)["stability"]).to_dict()
+    m["stability"] = verdict.to_dict()
     return m
 
 
@@ -166,6 +177,8 @@ class Verdict:
     def line(self) -> str:
         if self.outcome == "undecided":
             return f"verdict: undecided, no interval: {self.reason}"
+        if self.difference is None and self.reason:
+            return f"verdict: learned {self.outcome}, no interval: {self.reason}"
         if self.best_rule is None:
             return f"verdict: no tuned rule is feasible and stable; learned {self.headline} {self.learned:.4f}"
         d = self.difference
@@ -184,6 +197,10 @@ def judge(spec: NetworkSpec, learned: dict, rows: dict[str, dict]) -> Verdict:
     l_feasible, l_stable = feasible(learned, spec), _usable(learned)
     if learned.get("overloaded"):  # scored violation 1: infeasible, a decision
         l_feasible = False
+    elif "unstable" in learned and not learned.get("arrivals"):  # no measures: unstable, a decision
+        best = max(ok, key=lambda name: sign * ok[name][head.measure]) if ok else None
+        return Verdict("worse", head.measure, best, learned[head.measure], None if best is None else
+                       ok[best][head.measure], None, l_feasible, False, f"the learned policy is {learned['unstable']}")
     elif not learned.get("stationary", True) and learned["stability"]["verdict"] != "unstable":
         return Verdict("undecided", head.measure, None, learned[head.measure], None, None, l_feasible, l_stable,
                        learned.get("not_stationary", "the learned policy's run reached no steady state"))
@@ -374,7 +391,7 @@ def compare(policy: Policy, spec: NetworkSpec, seed: int = 0, budget: str = "qui
 
 def table_cell(m: dict, spec: NetworkSpec) -> str:
     """The headline (and its constraint) with 95% intervals, and the stability verdict."""
-    if "arrivals" not in m:
+    if "arrivals" not in m or ("unstable" in m and not m["arrivals"]):
         return f"unstable ({m['unstable']})"
     if m.get("overloaded"):
         return f"OVERLOADED (violation scored 1), {m['stability']['verdict']}"

@@ -190,3 +190,43 @@ def test_a_measure_too_short_for_its_load_says_what_budget_would_reach_it():
     assert m["not_stationary"].startswith("no steady state within 200 decisions per instance (budget smoke): it "
                                           f"needs at least {m['steps_needed']:,} (a warm-up of 5 relaxation times")
     assert m["steps_needed"] >= 400 and m["not_stationary"].endswith("budget quick runs up to 128,000")
+
+
+def test_a_control_policy_found_unstable_is_not_run_to_a_steady_state(monkeypatch):
+    """pools' action 0 at its default load overloads pool 1: at the quick budget its
+    steady-state run once grew a backlog for 30 minutes until the job table's bound stopped the
+    whole command. The stability test runs first and the row says unstable, with no measures."""
+    import importlib
+
+    compare = importlib.import_module("drl_ac.study.compare")  # the module (drl_ac.study.compare is also a function)
+
+    def never(*args, **kwargs):
+        raise AssertionError("an unstable control policy was run to a steady state")
+
+    monkeypatch.setattr(compare, "steady_state", never)
+    m = study.measure(ConstantAction(0, "always pool1"), load_spec("pools"), seed=0, budget="quick")
+    assert m["stability"]["verdict"] == "unstable" and m["stability"]["drift"] > 0
+    assert m["arrivals"] == 0 and not m["stationary"] and np.isnan(m["mean_delay"])
+    assert table_cell(m, load_spec("pools")).startswith("unstable (unstable: from a backlog of")
+    best = control_row([2.0, 2.2, 1.8, 2.1])
+    v = study.judge(load_spec("pools"), {**m, "rule": "learned"}, {"full replication": best, "always pool1": m})
+    assert v.outcome == "worse" and v.best_rule == "full replication" and v.difference is None
+    assert v.line().startswith("verdict: learned worse, no interval: the learned policy is unstable: from a backlog")
+
+
+def test_a_control_run_whose_backlog_outgrows_the_job_table_is_a_row_not_a_crash(monkeypatch):
+    """The bound that stops an unstable run (the engine's max_jobs) gives a row marked unstable
+    on a control system, where nothing scores it; the tuner ranks it last."""
+    from drl_ac.evaluation import steady
+    from drl_ac.rules.tuning import ControlTuner
+
+    monkeypatch.setattr(steady, "engine_options", lambda spec, max_jobs=None: {"max_jobs": 64})
+    spec = load_spec("pools")
+    m = steady.steady_state(ConstantAction(0, "always pool1"), spec, seed=0, num_envs=4, max_steps=20_000)
+    assert not m["stationary"] and m["arrivals"] == 0 and np.isnan(m["mean_delay"])
+    assert m["unstable"].startswith("an instance's backlog outgrew the job table (instance")
+    tuner = ControlTuner(spec, seed=0, num_envs=4, max_steps=2_000)
+    tuner.horizon = 4_000  # past the tuning run: the screen must skip the row without a mean
+    stable = ConstantAction(2, "always pool1-replicate@0")
+    chosen = tuner.best([ConstantAction(0, "always pool1"), stable])
+    assert chosen.rule is stable and tuner.score(ConstantAction(0, "always pool1")) == float("inf")
