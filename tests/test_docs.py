@@ -112,6 +112,10 @@ BUDGETS: dict[str, Budget] = {
     "experiments/stability.py": Budget(set={"--quick": True, "--out": "{out}/stability.json"},
                                        writes=("{out}/stability.json",),
                                        slow="drift bisections from a backlog even with --quick (26 s)"),
+    "experiments/cost_curves.py": Budget(
+        set={"--sizes": ["1", "16"], "--stations": ["3", "10"], "--loads": ["0.5", "0.9"], "--decisions": "2000",
+             "--visits": "6000", "--num-envs": "16", "--ciw-visits": "600", "--plots": "{out}"},
+        writes=("{out}/cost_instances.png", "{out}/cost_stations.png", "{out}/cost_loads.png")),
     "experiments/tails.py": Budget(set={"--arrivals": "20000", "--ks": ["100", "200"], "--out": "{out}"},
                                    writes=("{out}/hill.json", "{out}/hill.png")),
     "experiments/redundancy.py": Budget(set={**STUDY_SMOKE, "--loads": "0.5"}, writes=STUDY_FILES,
