@@ -42,7 +42,7 @@ from drl_ac.evaluation.selection import (
     guarded,
     visited_states,
 )
-from drl_ac.evaluation.steady import stability, steady_state
+from drl_ac.evaluation.steady import Stability, stability, steady_state
 from drl_ac.parallel import Worker
 from drl_ac.rules.tuning import TuningResult
 from envs import NetworkSpec
@@ -76,16 +76,11 @@ def measure(policy: Policy, spec: NetworkSpec, seed: int, budget: str = "quick")
     its stability verdict under ``stability``. A randomised policy (one with ``reset``) replays
     its uniforms in each, so measuring it again repeats its figures exactly.
 
-    The stability test runs first: on a control system a policy it finds unstable is not run to
-    a steady state (its backlog would only grow, each step dearer, until the job table's bound
-    stops the run: pools' action 0 took 30 minutes to get there at the quick budget); its row
-    says so, with no measures (``undefined``). Not at the smoke budget, whose stability test is
-    too short to decide (a fresh PS backlog's make-up alone reads as growth there) and whose
-    steady-state run is short anyway."""
+    The stability test runs first: a policy it finds unstable on a control system is not run to
+    a steady state (``skips_steady_state``); its row says so, with no measures (``undefined``)."""
     options = _budget(budget)
-    replay(policy)
-    verdict = stability(policy, spec, seed=seed + 1, **options["stability"])
-    if verdict.verdict == "unstable" and spec.system.hopeless_backlog() is None and budget != "smoke":
+    verdict = stability_first(policy, spec, seed + 1, budget)
+    if skips_steady_state(verdict, spec, budget):
         return {**undefined(options["evaluation"]["num_envs"], unstable=verdict.describe()),
                 "stability": verdict.to_dict()}
     m = steady_state(policy, spec, seed=seed, per_instance=True, **options["evaluation"])
@@ -98,6 +93,23 @@ def measure(policy: Policy, spec: NetworkSpec, seed: int, budget: str = "quick")
                                f"{WARMUP_RELAXATIONS:g} relaxation times in the first half); {then}")
     m["stability"] = verdict.to_dict()
     return m
+
+
+def stability_first(policy: Policy, spec: NetworkSpec, seed: int, budget: str) -> Stability:
+    """``policy``'s stability verdict at ``budget`` on ``seed``, its uniforms replayed first (a
+    randomised policy), run before its steady state so that ``skips_steady_state`` can spare it."""
+    replay(policy)
+    return stability(policy, spec, seed=seed, **_budget(budget)["stability"])
+
+
+def skips_steady_state(verdict: Stability, spec: NetworkSpec, budget: str) -> bool:
+    """Whether a policy with stability ``verdict`` is not run to a steady state: on a control
+    system (no overload score: ``System.hopeless_backlog`` None) an unstable policy's run only
+    grows its backlog, each step dearer, until the job table's bound stops it (pools' action 0
+    took 30 minutes at the quick budget; the greedy network of a pools learner 6 in the guard).
+    Not at the smoke budget, whose stability test is too short to decide (a fresh PS backlog's
+    make-up alone reads as growth there) and whose steady-state run is short anyway."""
+    return verdict.verdict == "unstable" and spec.system.hopeless_backlog() is None and budget != "smoke"
 
 
 def rule_budget(spec: NetworkSpec, budget: str) -> dict[str, Any]:
@@ -349,7 +361,8 @@ def guard(policy: LoadedPolicy, spec: NetworkSpec, default: Any, seed: int = 0, 
     a constant action, a load or own-server threshold, the signalled pool): the greedy network, it guarded
     at bias ``quantiles`` of its positive advantages over the rule's action, and the rule
     itself (bias infinite); the one with the lowest mean response in
-    steady state on seed + VALIDATION (never the evaluation seed), among the stationary ones.
+    steady state on seed + VALIDATION (never the evaluation seed), among the stationary ones
+    (one found unstable from a backlog first, on seed + VALIDATION + 1, is not run: ``skips_steady_state``).
     Returns the chosen policy and every candidate's score.
 
     Why: a network's greedy rule leaves a good rule in states where its value differences are
@@ -360,6 +373,10 @@ def guard(policy: LoadedPolicy, spec: NetworkSpec, default: Any, seed: int = 0, 
     options = _budget(budget)["evaluation"]
 
     def score(policy: Policy) -> dict:
+        verdict = stability_first(policy, spec, seed + VALIDATION + 1, budget)
+        if skips_steady_state(verdict, spec, budget):
+            progress(f"  {verdict.describe()}")
+            return {"mean_response": math.inf, "unstable": verdict.describe()}
         m = steady_state(policy, spec, seed=seed + VALIDATION, **options)
         progress(f"  {m['mean_delay']:.4f} [{m['mean_delay_ci'][0]:.4f}, {m['mean_delay_ci'][1]:.4f}]"
                  f"{'' if m['stationary'] else ' NOT stationary'}")

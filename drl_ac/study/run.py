@@ -319,20 +319,30 @@ def choose(cands: Sequence, spec: NetworkSpec, seed: int, budget: str, say: Say)
     """The candidate with the best headline in steady state on seed + VALIDATION among the
     stationary ones meeting the constraint with 95% confidence, the first of those (best
     first) whose stability verdict is not ``unstable``; and every candidate's score. When none
-    qualifies, the best by (stationary, feasible, headline), marked ``"fallback"``."""
+    qualifies, the best by (stationary, feasible, headline), marked ``"fallback"``. On a control
+    system every stability verdict comes first, and an unstable candidate is not run to a steady
+    state (``study.skips_steady_state``)."""
+    from drl_ac.evaluation.metrics import undefined
     from drl_ac.evaluation.selection import VALIDATION
     from drl_ac.evaluation.steady import stability, steady_state
 
     head = spec.system.headline
     sign = -1.0 if head.sense == "max" else 1.0  # sort key: smaller is better
     options = study.BUDGETS[budget]
-    scored = []
-    for c in cands:
-        m = steady_state(c.policy(), spec, seed=seed + VALIDATION, **options["evaluation"])
+    scored, verdicts = [], {}
+    for i, c in enumerate(cands):
+        if spec.system.hopeless_backlog() is None:  # a control system: an unstable one is not run (compare)
+            verdicts[i] = study.stability_first(c.policy(), spec, seed + VALIDATION + 1, budget)
+        if i in verdicts and study.skips_steady_state(verdicts[i], spec, budget):
+            m = undefined(options["evaluation"]["num_envs"], unstable=verdicts[i].describe())
+        else:
+            m = steady_state(c.policy(), spec, seed=seed + VALIDATION, **options["evaluation"])
         s = {"label": c.label, head.measure: m[head.measure], f"{head.measure}_ci": m[f"{head.measure}_ci"],
              "stationary": bool(m["stationary"]), "feasible": study.feasible(m, spec)}
         if head.constraint is not None:
             s[head.constraint] = m[head.constraint]
+        if i in verdicts:
+            s["stability"] = verdicts[i].to_dict()
         scored.append(s)
         say(f"validation: {c.label}: {head.measure} {s[head.measure]:.4f}"
             f"{'' if s['stationary'] else ', NOT stationary'}{'' if s['feasible'] else ', constraint not met'}")
@@ -340,7 +350,8 @@ def choose(cands: Sequence, spec: NetworkSpec, seed: int, budget: str, say: Say)
     usable = sorted((i for i, s in enumerate(scored) if s["stationary"] and s["feasible"]), key=lambda i: value[i])
     chosen = None
     for i in usable:
-        verdict = stability(cands[i].policy(), spec, seed=seed + VALIDATION + 1, **options["stability"])
+        verdict = verdicts.get(i) or stability(cands[i].policy(), spec, seed=seed + VALIDATION + 1,
+                                               **options["stability"])
         scored[i]["stability"] = verdict.to_dict()
         say(f"stability of {cands[i].label}: {verdict.describe()}")
         if verdict.verdict != "unstable":

@@ -230,3 +230,31 @@ def test_a_control_run_whose_backlog_outgrows_the_job_table_is_a_row_not_a_crash
     stable = ConstantAction(2, "always pool1-replicate@0")
     chosen = tuner.best([ConstantAction(0, "always pool1"), stable])
     assert chosen.rule is stable and tuner.score(ConstantAction(0, "always pool1")) == float("inf")
+
+
+def test_the_guard_does_not_run_an_unstable_candidate_to_a_steady_state(monkeypatch):
+    """The guard's greedy candidate on pools was unstable and ran six minutes to its horizon."""
+    import importlib
+    from types import SimpleNamespace
+
+    from drl_ac.learning.trainer import Trainer, TrainConfig
+
+    compare = importlib.import_module("drl_ac.study.compare")
+    trainer = Trainer(TrainConfig(scenario="pools", steps=500, num_envs=8, seed=0))
+    trainer.train()
+    ran = []
+
+    def fake_steady(policy, spec, seed, **options):
+        ran.append(policy.bias)
+        return {"mean_delay": 2.0 + len(ran), "mean_delay_ci": [0.0, 9.0], "stationary": True}
+
+    def fake_stability(policy, spec, seed, **options):
+        verdict = "unstable" if policy.bias == 0 else "stable"  # the greedy network: bias 0
+        return SimpleNamespace(verdict=verdict, to_dict=lambda: {"verdict": verdict}, describe=lambda: verdict)
+
+    monkeypatch.setattr(compare, "steady_state", fake_steady)
+    monkeypatch.setattr(compare, "stability", fake_stability)
+    rule = ConstantAction(2, "always pool1-replicate@0")
+    chosen, scored = study.guard(trainer.policy(), load_spec("pools"), rule, seed=0, budget="quick")
+    assert scored[0]["label"] == "greedy" and scored[0]["unstable"] == "unstable"
+    assert 0.0 not in ran and len(ran) == len(scored) - 1 and chosen.bias != 0

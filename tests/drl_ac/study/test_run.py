@@ -4,6 +4,7 @@ redundancy_ps that writes every file it says, records the chosen candidate's val
 (recomputed here on that seed), and gives the same numbers in this process as in two spawned
 processes."""
 
+import importlib
 import json
 import math
 from pathlib import Path
@@ -228,3 +229,27 @@ def test_held_results_are_this_scenarios_study_comparisons_and_a_corrupt_one_is_
     write("load-0.3", '{"base": "redundancy_ps", "lo')
     with pytest.raises(ValueError, match=r"load-0.3/comparison.json is not readable JSON.*Fix"):
         report.held_results(tmp_path, "redundancy_ps")
+
+
+def test_on_a_control_system_an_unstable_candidate_is_not_run_to_a_steady_state(monkeypatch):
+    """Its stability verdict comes first (drl_ac.study.skips_steady_state): the greedy network
+    of a pools learner, unstable, once ran six minutes to its steady-state horizon."""
+    spec = load_spec("pools")
+    run_ = []
+
+    def fake_steady(policy, spec, seed, **options):
+        run_.append(policy.name)
+        return {"mean_delay": {"stable": 2.0, "also stable": 2.5}[policy.name], "mean_delay_ci": [0, 9],
+                "stationary": True}
+
+    def fake_stability(policy, spec, seed, **options):
+        verdict = "unstable" if policy.name == "unstable" else "stable"
+        return SimpleNamespace(verdict=verdict, to_dict=lambda: {"verdict": verdict}, describe=lambda: verdict)
+
+    monkeypatch.setattr("drl_ac.evaluation.steady.steady_state", fake_steady)
+    monkeypatch.setattr(importlib.import_module("drl_ac.study.compare"), "stability", fake_stability)
+    cands = [SimpleNamespace(label=name, policy=lambda name=name: SimpleNamespace(name=name))
+             for name in ("unstable", "stable", "also stable")]
+    chosen, scored = run.choose(cands, spec, seed=3, budget="quick", say=lambda s: None)
+    assert run_ == ["stable", "also stable"] and chosen.label == "stable"
+    assert not scored[0]["stationary"] and scored[0]["stability"]["verdict"] == "unstable"
