@@ -3,6 +3,7 @@
     python experiments/evaluate.py --checkpoint checkpoints/paper_tandem/policy.pt
     python experiments/evaluate.py --checkpoint PATH --scenario tandem --arrivals 500000 --json
     python experiments/evaluate.py --checkpoint PATH --baselines      # one comparison table and a verdict
+    python experiments/evaluate.py --checkpoint checkpoints/redundancy_ps/load-0.3/policy.pt --load 0.9 --baselines
 
 With --baselines the rules of the policy's system are tuned on their own seed (drl_ac.rules:
 every constant action and today's rule families; a network: queue thresholds, highest
@@ -15,6 +16,10 @@ one is judged against the best feasible, stable rule with a paired 95% interval
 (drl_ac.study). A network also gets the paper's tabular R-learning, trained in the same
 environment (a learned comparator, not a rule). Tuning takes a while: one line per
 candidate goes to stderr (--quiet: none), the table (or JSON) to stdout.
+
+--load X drives the policy at load X of its system's reference rate (drl_ac.study.at_load, the
+loads of a study; a network's reference is its own arrival rate): a policy trained at one load,
+judged at another against the rules re-tuned there.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from pathlib import Path
 from drl_ac import study
 from drl_ac.checkpoint import CheckpointError, finite_json, load_policy
 from drl_ac.cli import HelpFormatter, engine_flags, progress_printer, use_engine_flags
-from drl_ac.evaluation.metrics import evaluate, format_metrics
+from drl_ac.evaluation.metrics import evaluate, format_metrics, undefined
 from drl_ac.evaluation.tabular import train_tabular
 from drl_ac.rules import rules_of
 from envs import NetworkSpec, SpecError, available_scenarios, load_spec
@@ -38,6 +43,8 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--checkpoint", type=Path, required=True, help="policy.pt or checkpoint.pt")
     p.add_argument("--scenario", default=None, help="scenario name or YAML (default: the one it was trained on)")
+    p.add_argument("--load", type=float, default=None,
+                   help="drive the system at this load of its reference rate, as a study's --loads (default: as saved)")
     p.add_argument("--arrivals", type=int, default=200_000, help="arrivals evaluated after the warm-up")
     p.add_argument("--seed", type=int, default=20_000, help="seed of the evaluation (fresh: not a training seed)")
     p.add_argument("--num-envs", type=int, default=500, help="instances simulated in parallel")
@@ -62,9 +69,11 @@ def main(argv: list[str] | None = None) -> None:
         policy = load_policy(args.checkpoint)
         spec = (load_spec(args.scenario) if args.scenario
                 else NetworkSpec.from_dict(policy.metadata["scenario"]))
+        if args.load is not None:
+            spec = study.at_load(spec, args.load)
         policy.encoding.check(spec)
         if not args.baselines:
-            metrics = evaluate(policy, spec, arrivals=args.arrivals, seed=args.seed, num_envs=args.num_envs)
+            metrics = evaluated(policy, spec, args)
     except (CheckpointError, SpecError, ValueError) as exc:
         sys.exit(f"error: {exc}")
     own = spec.system.own_measures()  # a system with measures of its own prints them as a table
@@ -80,8 +89,21 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(finite_json(metrics)))
     elif own is not None:
         print(own.table([{"policy": "learned", "rule": "Q-network", **metrics}], spec))
+    elif "unstable" in metrics:
+        print(f"{spec.name} ({spec.system.headline.text(spec.eps)}): not evaluated, {metrics['unstable']}")
     else:
         print(f"{spec.name} ({spec.system.headline.text(spec.eps)}): {format_metrics(metrics, spec)}")
+
+
+def evaluated(policy, spec, args) -> dict:
+    """``evaluate``'s measures; on a control system its stability test (the quick budget's)
+    first, and no evaluation of a policy found unstable: its warm-up would only grow a backlog
+    (a load-0.3 redundancy policy at load 0.9 ran past 5 minutes), so its row says why."""
+    if spec.system.hopeless_backlog() is None:
+        verdict = study.stability_first(policy, spec, args.seed + 1, "quick")
+        if study.skips_steady_state(verdict, spec, "quick"):
+            return {**undefined(args.num_envs, unstable=verdict.describe()), "stability": verdict.to_dict()}
+    return evaluate(policy, spec, arrivals=args.arrivals, seed=args.seed, num_envs=args.num_envs)
 
 
 def compare_with_baselines(policy, spec, args) -> tuple[dict[str, dict], study.Verdict]:

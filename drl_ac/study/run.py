@@ -261,7 +261,7 @@ def load_seed(seed: int, load: float | None) -> int:
 
 def at_load(spec: NetworkSpec, load: float) -> NetworkSpec:
     """``spec`` with its arrival rate set to ``load`` x ``reference_rate(spec)`` (the law of the
-    gaps kept, scaled in time), named ``name@load``. Single-class arrivals only: a spec with
+    gaps kept, scaled in time), named ``name@load`` (``name`` without a load it had). Single-class arrivals only: a spec with
     job classes or a cell's per-type arrivals raises a SpecError."""
     if not (math.isfinite(load) and load > 0):
         raise SpecError("loads", f"must be > 0, got {load!r}", "give a fraction of the reference rate, e.g. 0.9")
@@ -272,7 +272,7 @@ def at_load(spec: NetworkSpec, load: float) -> NetworkSpec:
                         "run the study without loads (the scenario as it is), or write one scenario per load")
     target = load * reference_rate(spec)
     cfg["arrival"] = _scaled(cfg["arrival"], target / spec.arrival_rate, spec.name)
-    cfg["name"] = f"{spec.name}@{load:g}"
+    cfg["name"] = f"{spec.name.split('@')[0]}@{load:g}"  # a spec at a load already: its name, at the new one
     out = NetworkSpec.from_dict(cfg)
     if not math.isclose(out.arrival_rate, target, rel_tol=1e-9):
         raise SpecError("arrival", f"{spec.name}: rescaled to rate {out.arrival_rate:.6g}, wanted {target:.6g}",

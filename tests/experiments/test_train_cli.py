@@ -421,3 +421,16 @@ def test_a_calibration_that_ends_rejecting_everything_says_so(tmp_path, capsys):
                             capsys)
     assert code == 0, err
     assert "warning: the calibrated policy rejects every job" in err and "Fix: train longer" in err
+
+
+def test_evaluate_drives_a_saved_policy_at_another_load(capsys):
+    """--load: the shipped load-0.3 redundancy policy copies most jobs 4 times, which load 0.9
+    cannot carry: it is called unstable in seconds, not evaluated while its backlog grows."""
+    policy = ROOT / "checkpoints" / "redundancy_ps" / "load-0.3" / "policy.pt"
+    code, out, _ = run_main(evaluate_cli, ["--checkpoint", policy, "--load", "0.9", "--num-envs", "20"], capsys)
+    assert code == 0 and out.startswith("redundancy_ps@0.9 (minimise mean response time): not evaluated, unstable: "
+                                        "from a backlog of")
+    code, out, _ = run_main(evaluate_cli, ["--checkpoint", policy, "--load", "0.5", "--arrivals", "4000",
+                                           "--num-envs", "20", "--json"], capsys)
+    m = json.loads(out)
+    assert code == 0 and m["arrivals"] >= 4000 and 0.3 < m["mean_delay"] < 2.0  # d = 1 alone: 2.0 at load 0.5

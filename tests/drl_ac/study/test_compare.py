@@ -237,7 +237,7 @@ def test_the_guard_does_not_run_an_unstable_candidate_to_a_steady_state(monkeypa
     import importlib
     from types import SimpleNamespace
 
-    from drl_ac.learning.trainer import Trainer, TrainConfig
+    from drl_ac.learning.trainer import TrainConfig, Trainer
 
     compare = importlib.import_module("drl_ac.study.compare")
     trainer = Trainer(TrainConfig(scenario="pools", steps=500, num_envs=8, seed=0))
