@@ -8,8 +8,9 @@ simulator) on the same networks, in station visits per second.
     python experiments/cost_curves.py --plots docs         # and docs/cost_*.png
     python experiments/cost_curves.py --sizes 1 64 --stations 3 10 --loads 0.5 0.9 --decisions 20000
 
-One process, one thread for the compiled loop, the engines interleaved per point. Ciw
-(``pip install ciw``) is optional: without it its column says so.
+One process, one thread for the compiled loop. Ciw (``pip install ciw``, in an environment of
+its own: its wheel installs a top-level ``tests`` package that shadows this project's) is
+optional: without it its columns say so.
 """
 
 from __future__ import annotations
