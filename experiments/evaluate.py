@@ -33,7 +33,7 @@ from pathlib import Path
 from drl_ac import study
 from drl_ac.checkpoint import CheckpointError, finite_json, load_policy
 from drl_ac.cli import HelpFormatter, engine_flags, progress_printer, use_engine_flags
-from drl_ac.evaluation.metrics import evaluate, format_metrics, undefined
+from drl_ac.evaluation.metrics import evaluate, format_metrics
 from drl_ac.evaluation.tabular import train_tabular
 from drl_ac.rules import rules_of
 from envs import NetworkSpec, SpecError, available_scenarios, load_spec
@@ -70,6 +70,9 @@ def main(argv: list[str] | None = None) -> None:
         spec = (load_spec(args.scenario) if args.scenario
                 else NetworkSpec.from_dict(policy.metadata["scenario"]))
         if args.load is not None:
+            if not args.load > 0:
+                raise ValueError(f"--load must be > 0, got {args.load:g}. Fix: give a fraction of the system's "
+                                 "reference rate, e.g. --load 0.9.")
             spec = study.at_load(spec, args.load)
         policy.encoding.check(spec)
         if not args.baselines:
@@ -100,9 +103,10 @@ def evaluated(policy, spec, args) -> dict:
     first, and no evaluation of a policy found unstable: its warm-up would only grow a backlog
     (a load-0.3 redundancy policy at load 0.9 ran past 5 minutes), so its row says why."""
     if spec.system.hopeless_backlog() is None:
-        verdict = study.stability_first(policy, spec, args.seed + 1, "quick")
-        if study.skips_steady_state(verdict, spec, "quick"):
-            return {**undefined(args.num_envs, unstable=verdict.describe()), "stability": verdict.to_dict()}
+        unstable = study.unstable_row(study.stability_first(policy, spec, args.seed + 1, "quick"), spec, "quick",
+                                      args.num_envs)
+        if unstable is not None:
+            return unstable
     return evaluate(policy, spec, arrivals=args.arrivals, seed=args.seed, num_envs=args.num_envs)
 
 

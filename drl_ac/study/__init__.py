@@ -26,10 +26,11 @@ from drl_ac.study.compare import (
     stability_first,
     table,
     tune_rules,
+    unstable_row,
 )
 from drl_ac.study.pipeline import Run, RunOptions
 from drl_ac.study.run import StudyConfig, at_load, reference_rate, run_study
 
 __all__ = ["BUDGETS", "BackgroundRules", "RuleRows", "Run", "RunOptions", "EVALUATION", "TUNING", "VALIDATION", "StudyConfig", "Verdict", "at_load", "guard_rule",
-           "FEASIBLE", "compare", "feasible", "guard", "guard_candidates", "json_rows", "judge", "measure", "measure_rules", "no_interval", "reference_rate", "skips_steady_state", "stability_first",
+           "FEASIBLE", "compare", "feasible", "guard", "guard_candidates", "json_rows", "judge", "measure", "measure_rules", "no_interval", "reference_rate", "skips_steady_state", "stability_first", "unstable_row",
            "run_study", "table", "tune_rules"]

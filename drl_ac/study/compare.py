@@ -80,9 +80,9 @@ def measure(policy: Policy, spec: NetworkSpec, seed: int, budget: str = "quick")
     a steady state (``skips_steady_state``); its row says so, with no measures (``undefined``)."""
     options = _budget(budget)
     verdict = stability_first(policy, spec, seed + 1, budget)
-    if skips_steady_state(verdict, spec, budget):
-        return {**undefined(options["evaluation"]["num_envs"], unstable=verdict.describe()),
-                "stability": verdict.to_dict()}
+    unstable = unstable_row(verdict, spec, budget, options["evaluation"]["num_envs"])
+    if unstable is not None:
+        return unstable
     m = steady_state(policy, spec, seed=seed, per_instance=True, **options["evaluation"])
     if not m["stationary"] and not m.get("overloaded") and "unstable" not in m:
         longer = [b for b, o in BUDGETS.items() if o["evaluation"]["max_steps"] > options["evaluation"]["max_steps"]]
@@ -110,6 +110,14 @@ def skips_steady_state(verdict: Stability, spec: NetworkSpec, budget: str) -> bo
     Not at the smoke budget, whose stability test is too short to decide (a fresh PS backlog's
     make-up alone reads as growth there) and whose steady-state run is short anyway."""
     return verdict.verdict == "unstable" and spec.system.hopeless_backlog() is None and budget != "smoke"
+
+
+def unstable_row(verdict: Stability, spec: NetworkSpec, budget: str, num_envs: int) -> dict | None:
+    """The row of a policy that ``skips_steady_state``: no measures (``undefined``), ``unstable``
+    saying why, and its ``stability``; None for a policy to run."""
+    if not skips_steady_state(verdict, spec, budget):
+        return None
+    return {**undefined(num_envs, unstable=verdict.describe()), "stability": verdict.to_dict()}
 
 
 def rule_budget(spec: NetworkSpec, budget: str) -> dict[str, Any]:

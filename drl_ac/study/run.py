@@ -321,8 +321,7 @@ def choose(cands: Sequence, spec: NetworkSpec, seed: int, budget: str, say: Say)
     first) whose stability verdict is not ``unstable``; and every candidate's score. When none
     qualifies, the best by (stationary, feasible, headline), marked ``"fallback"``. On a control
     system every stability verdict comes first, and an unstable candidate is not run to a steady
-    state (``study.skips_steady_state``)."""
-    from drl_ac.evaluation.metrics import undefined
+    state (``study.unstable_row``)."""
     from drl_ac.evaluation.selection import VALIDATION
     from drl_ac.evaluation.steady import stability, steady_state
 
@@ -333,10 +332,9 @@ def choose(cands: Sequence, spec: NetworkSpec, seed: int, budget: str, say: Say)
     for i, c in enumerate(cands):
         if spec.system.hopeless_backlog() is None:  # a control system: an unstable one is not run (compare)
             verdicts[i] = study.stability_first(c.policy(), spec, seed + VALIDATION + 1, budget)
-        if i in verdicts and study.skips_steady_state(verdicts[i], spec, budget):
-            m = undefined(options["evaluation"]["num_envs"], unstable=verdicts[i].describe())
-        else:
-            m = steady_state(c.policy(), spec, seed=seed + VALIDATION, **options["evaluation"])
+        unstable = study.unstable_row(verdicts[i], spec, budget, options["evaluation"]["num_envs"]) \
+            if i in verdicts else None
+        m = unstable or steady_state(c.policy(), spec, seed=seed + VALIDATION, **options["evaluation"])
         s = {"label": c.label, head.measure: m[head.measure], f"{head.measure}_ci": m[f"{head.measure}_ci"],
              "stationary": bool(m["stationary"]), "feasible": study.feasible(m, spec)}
         if head.constraint is not None:

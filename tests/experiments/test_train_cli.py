@@ -434,3 +434,18 @@ def test_evaluate_drives_a_saved_policy_at_another_load(capsys):
                                            "--num-envs", "20", "--json"], capsys)
     m = json.loads(out)
     assert code == 0 and m["arrivals"] >= 4000 and 0.3 < m["mean_delay"] < 2.0  # d = 1 alone: 2.0 at load 0.5
+
+
+@pytest.mark.parametrize("load, says", [("-1", "error: --load must be > 0, got -1. Fix: give a fraction"),
+                                        ("0", "error: --load must be > 0, got 0. Fix: give a fraction")])
+def test_evaluate_refuses_a_load_that_is_not_positive(load, says):
+    policy = ROOT / "checkpoints" / "redundancy_ps" / "load-0.3" / "policy.pt"
+    with pytest.raises(SystemExit) as stopped:  # evaluate.py exits with its one-line message
+        evaluate_cli.main(["--checkpoint", str(policy), "--load", load])
+    assert str(stopped.value.code).startswith(says) and "\n" not in str(stopped.value.code)
+
+
+def test_evaluate_refuses_a_load_for_a_cell_of_several_streams():
+    with pytest.raises(SystemExit) as stopped:
+        evaluate_cli.main(["--checkpoint", str(ROOT / "checkpoints" / "cell_5g" / "policy.pt"), "--load", "0.5"])
+    assert str(stopped.value.code).startswith("error: arrival: cell_5g: at_load sets a single arrival stream's rate")
