@@ -81,6 +81,11 @@ class RateProfile:
     * sinusoid: ``rate(t) = base * (1 + amplitude * sin(2 pi t / period + phase_shift))``,
       ``phase_shift`` in radians. ``amplitude <= 1`` keeps the rate non-negative.
 
+    ``observed``: whether a controller sees the phase of the period (``envs.observation``). A
+    daily profile is a clock everyone can read; a profile that only spreads the load over a
+    range for training (``drl_ac.study.loads``) is not: a controller must then infer the load
+    from what it sees, so that it can run at a fixed load too.
+
     Build with :meth:`from_table` or :meth:`sinusoid`. Times are reduced modulo the
     period before any trigonometry, so long simulations keep full precision.
     """
@@ -90,6 +95,7 @@ class RateProfile:
     base: float | None = None
     amplitude: float = 0.0
     phase_shift: float = 0.0
+    observed: bool = True
     _rates: np.ndarray = field(init=False, repr=False, compare=False)
     _cum: np.ndarray = field(init=False, repr=False, compare=False)
 
@@ -118,15 +124,23 @@ class RateProfile:
         object.__setattr__(self, "_cum", cum)
 
     @classmethod
-    def from_table(cls, period: float, table: Sequence[float]) -> RateProfile:
+    def from_table(cls, period: float, table: Sequence[float], observed: bool = True) -> RateProfile:
         """Piecewise-constant profile: absolute rate per equal-width bin of the period."""
-        return cls(period, table=tuple(table))
+        return cls(period, table=tuple(table), observed=observed)
 
     @classmethod
     def sinusoid(cls, period: float, base: float, amplitude: float,
-                 phase: float = 0.0) -> RateProfile:
+                 phase: float = 0.0, observed: bool = True) -> RateProfile:
         """``base * (1 + amplitude * sin(2 pi t / period + phase))``."""
-        return cls(period, base=base, amplitude=amplitude, phase_shift=phase)
+        return cls(period, base=base, amplitude=amplitude, phase_shift=phase, observed=observed)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The YAML form of the arrivals with this profile (``make_arrivals`` reads it back)."""
+        hidden = {} if self.observed else {"observed": False}
+        if self.table is not None:
+            return {"dist": "poisson", "profile": {"period": self.period, "table": list(self.table), **hidden}}
+        return {"dist": "poisson", "rate": self.base, "profile": {
+            "period": self.period, "sinusoid": {"amplitude": self.amplitude, "phase": self.phase_shift}, **hidden}}
 
     @property
     def kind(self) -> str:
@@ -393,7 +407,7 @@ class ClassArrivals:
 # --------------------------------------------------------------------------- YAML
 
 _PROFILE_TOP_KEYS = ("dist", "rate", "profile")
-_PROFILE_KEYS = ("period", "table", "sinusoid")
+_PROFILE_KEYS = ("period", "table", "sinusoid", "observed")
 _SINUSOID_KEYS = ("amplitude", "phase")
 
 
@@ -418,6 +432,10 @@ def _make_profile(cfg: Mapping[str, Any], field: str) -> RateProfile:
                     "{period: 24, table: [...]} or {period: 24, sinusoid: {amplitude: 0.5}}",
                     "give the length of one cycle, e.g. period: 24")
     period = _positive(prof["period"], pfield + ".period", "the period")
+    observed = prof.get("observed", True)
+    if not isinstance(observed, bool):
+        raise SpecError(pfield + ".observed", f"expected true or false, got {observed!r}",
+                        "write observed: false to hide the phase from the controller, or leave it out")
     has_table, has_sin = "table" in prof, "sinusoid" in prof
     if has_table == has_sin:
         raise SpecError(pfield, "give exactly one of 'table' and 'sinusoid', got "
@@ -427,7 +445,7 @@ def _make_profile(cfg: Mapping[str, Any], field: str) -> RateProfile:
         if "rate" in cfg:
             raise SpecError(field + ".rate", "'rate' cannot be combined with a table profile",
                             "drop 'rate': the table entries are the absolute rates per bin")
-        return RateProfile.from_table(period, _check_table(prof["table"], pfield + ".table"))
+        return RateProfile.from_table(period, _check_table(prof["table"], pfield + ".table"), observed)
     sfield = pfield + ".sinusoid"
     sin = _section(prof["sinusoid"], sfield, _SINUSOID_KEYS, "amplitude", "sinusoid: {amplitude: 0.5, phase: 0.0}",
                    "give an amplitude between 0 and 1")
@@ -437,7 +455,7 @@ def _make_profile(cfg: Mapping[str, Any], field: str) -> RateProfile:
         raise SpecError(field, "a sinusoid profile needs 'rate' (its mean rate)",
                         "add rate: <mean arrivals per unit time>")
     base = _positive(cfg["rate"], field + ".rate", "the rate")
-    return RateProfile.sinusoid(period, base, amplitude, phase)
+    return RateProfile.sinusoid(period, base, amplitude, phase, observed)
 
 
 def make_arrivals(cfg: Mapping[str, Any] | Distribution | ArrivalProcess, field: str,
@@ -453,6 +471,8 @@ def make_arrivals(cfg: Mapping[str, Any] | Distribution | ArrivalProcess, field:
       ``{dist: poisson, rate: 0.3, profile: {period: 24, sinusoid: {amplitude: 0.5,
       phase: 0.0}}}``; ``rate`` is the base (= mean) rate, ``phase`` is in radians
       (default 0).
+    * either profile with ``observed: false``: the controller does not see the phase
+      (``RateProfile.observed``).
 
     ``field`` is this entry's path in the spec (e.g. ``classes[1].arrival``); every
     SpecError names the offending sub-field and the fix.

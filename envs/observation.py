@@ -27,6 +27,14 @@ if TYPE_CHECKING:
     from envs.spec import NetworkSpec
 
 
+def observed_period(spec: NetworkSpec) -> float | None:
+    """The period of ``spec``'s arrival profile where a controller sees its phase
+    (``RateProfile.observed``: a daily clock), else None (no profile, or one that only spreads
+    the load over a range for training)."""
+    seen = [getattr(p, "profile", None) for p in spec.arrival_processes()]
+    return spec.period if any(prof is not None and prof.observed for prof in seen) else None
+
+
 @dataclass(frozen=True)
 class ObservationEncoding:
     num_stations: int

@@ -223,12 +223,7 @@ class NetworkSpec:
                 return dist(p)
             if isinstance(p, RenewalArrivals):
                 return dist(p.dist)
-            prof = p.profile
-            if prof.table is not None:
-                return {"dist": "poisson", "profile": {"period": prof.period, "table": list(prof.table)}}
-            return {"dist": "poisson", "rate": prof.base,
-                    "profile": {"period": prof.period, "sinusoid": {"amplitude": prof.amplitude,
-                                                                    "phase": prof.phase_shift}}}
+            return p.profile.to_dict()
 
         out: dict[str, Any] = {
             "name": self.name,

@@ -121,8 +121,9 @@ BUDGETS: dict[str, Budget] = {
     "experiments/redundancy.py": Budget(set={**STUDY_SMOKE, "--loads": "0.5"}, writes=STUDY_FILES,
                                         slow="a whole study (rules, a learner, its choice, the comparison) even "
                                              "at the smoke budget (20-30 s)"),
-    "experiments/study.py": Budget(set={**STUDY_SMOKE, "--loads": "0.5"}, writes=STUDY_FILES,
-                                   slow="a whole study even at the smoke budget (20-30 s)"),
+    "experiments/study.py": Budget(set={**STUDY_SMOKE, "--loads": ["0.5", "0.9"]}, writes=STUDY_FILES,
+                                   slow="a whole study even at the smoke budget (20-30 s a load; with --one-policy "
+                                        "the rules tuned at 3 loads and the range)"),
     "experiments/pools.py": Budget(set={"--quick": True, "--out": "{out}"}, writes=("{out}/pools.json",),
                                    slow="drift bisections and simulated loads even with --quick (9-13 s each)"),
     "experiments/pools_control.py": Budget(set={**STUDY_SMOKE, "--loads": "0.5"}, writes=STUDY_FILES,

@@ -28,9 +28,10 @@ from drl_ac.study.compare import (
     tune_rules,
     unstable_row,
 )
+from drl_ac.study.loads import across_loads, load_range
 from drl_ac.study.pipeline import Run, RunOptions
 from drl_ac.study.run import StudyConfig, at_load, reference_rate, run_study
 
 __all__ = ["BUDGETS", "BackgroundRules", "RuleRows", "Run", "RunOptions", "EVALUATION", "TUNING", "VALIDATION", "StudyConfig", "Verdict", "at_load", "guard_rule",
-           "FEASIBLE", "compare", "feasible", "guard", "guard_candidates", "json_rows", "judge", "measure", "measure_rules", "no_interval", "reference_rate", "skips_steady_state", "stability_first", "unstable_row",
+           "FEASIBLE", "across_loads", "compare", "feasible", "guard", "guard_candidates", "json_rows", "judge", "load_range", "measure", "measure_rules", "no_interval", "reference_rate", "skips_steady_state", "stability_first", "unstable_row",
            "run_study", "table", "tune_rules"]

@@ -19,7 +19,8 @@ from envs import NetworkSpec
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _cell(m: dict, key: str | None) -> str:
+def value_cell(m: dict, key: str | None) -> str:
+    """A row's value of ``key`` with its 95% interval, or why it has none."""
     if key is None:
         return ""
     if "arrivals" not in m:
@@ -50,7 +51,7 @@ def report(spec: NetworkSpec, rows: dict[str, dict], verdict: study.Verdict, cho
              f"Learned: {chosen}.", "",
              "| policy | rule | " + " | ".join(f"{c} [95% CI]" for c in cols) + " | stability |",
              "|---|---|" + "---|" * len(cols) + "---|"]
-    lines += [f"| {name} | {m['rule']} | " + " | ".join(_cell(m, c) for c in cols) + f" | {_stability(m)} |"
+    lines += [f"| {name} | {m['rule']} | " + " | ".join(value_cell(m, c) for c in cols) + f" | {_stability(m)} |"
               for name, m in rows.items()]
     lines += ["", verdict.line()]
     d = verdict.difference
@@ -120,10 +121,10 @@ def summary(results: list[dict]) -> str:
         d = v["difference"]
         diff = "" if d is None else f"{d['difference']:+.4f} [{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}]"
         load = "as is" if r["load"] is None else f"{r['load']:g}"
-        rule = "none" if best is None else f"{v['best_rule']}: {_cell(best, head)}"
+        rule = "none" if best is None else f"{v['best_rule']}: {value_cell(best, head)}"
         unlike = r.get("unlike_rule")  # control systems; earlier studies did not measure it
         shown = "" if unlike is None else f"{100 * unlike['share']:.1f}% ({unlike['rule']})"
-        lines.append(f"| {load} | {r['rate']:.4g} | {_cell(r['rows']['learned'], head)} | {rule} | {diff} | "
+        lines.append(f"| {load} | {r['rate']:.4g} | {value_cell(r['rows']['learned'], head)} | {rule} | {diff} | "
                      f"{v['outcome']} | {_stability(r['rows']['learned'])} | {shown} |")
     outcomes = [r["verdict"]["outcome"] for r in results]
     lines += ["", f"Learned better than the best rule at {outcomes.count('better')} of {len(results)} load(s), no "

@@ -40,6 +40,8 @@ from drl_ac import study
 from drl_ac.cli import HelpFormatter, dataclass_flags, progress_printer
 from drl_ac.folder_lock import FolderLock
 from drl_ac.parallel import run_jobs
+from drl_ac.study.loads import across_loads, default_hold, load_range
+from drl_ac.study.loads import table as loads_table
 from drl_ac.study.pipeline import Run
 from drl_ac.study.report import commit, phase_plot, report, write_summary
 from envs import NetworkSpec, SpecError, load_spec
@@ -124,6 +126,14 @@ class StudyConfig:
     ray: str | None = None
     """Run the loads as Ray tasks: local (a fresh local Ray), auto (RAY_ADDRESS or a running
     local cluster), host:6379 or ray://host:10001; None: local processes."""
+    one_policy: bool = False
+    """With loads: one policy for every load (drl_ac.study.loads), trained on the loads held in turn
+    (a Poisson rate profile whose phase the policy does not see), then judged at each load against
+    every rule re-tuned there, tuned at the average load and at the peak: one policy folder (OUT)
+    and one table (OUT/one_policy.md, one_policy.json)."""
+    hold: float | None = None
+    """With one_policy: the time each load of the training range is held (None: 10,000 arrivals at
+    the reference rate)."""
     engine: str = "compiled"
     """The event loop: compiled (Numba, where the system has one, else NumPy) or numpy (the
     reference); both give the same trajectory for a seed (envs.compiled)."""
@@ -144,6 +154,12 @@ class StudyConfig:
                                  "as it is.")
             if len(set(self.loads)) != len(self.loads):
                 raise ValueError(f"loads (--loads): {list(self.loads)} repeats a load. Fix: give each load once.")
+        if self.one_policy and (self.loads is None or len(self.loads) < 2):
+            raise ValueError("one_policy (--one-policy) trains one policy over a range of loads and needs at least two. "
+                             "Fix: give e.g. --loads 0.3 0.6 0.9.")
+        if self.hold is not None and not (math.isfinite(self.hold) and self.hold > 0):
+            raise ValueError(f"hold (--hold) must be a time > 0, got {self.hold}. Fix: give the time each load is "
+                             "held, or leave it out.")
         self.seeds, self.costs = tuple(self.seeds), tuple(self.costs)
         self.hidden = None if self.hidden is None else tuple(self.hidden)
         self.quantiles = tuple(float(q) for q in self.quantiles)
@@ -366,8 +382,11 @@ def choose(cands: Sequence, spec: NetworkSpec, seed: int, budget: str, say: Say)
 
 
 def study_spec(config: StudyConfig, load: float | None) -> tuple[NetworkSpec, NetworkSpec]:
-    """The study's scenario (with its eps) and the system at ``load`` (None: as it is)."""
+    """The study's scenario (with its eps) and the system at ``load`` (None: as it is, or with
+    ``one_policy`` its loads' range: ``loads.load_range``)."""
     base = load_spec(config.scenario, eps=config.eps) if config.eps is not None else load_spec(config.scenario)
+    if load is None and config.one_policy:
+        return base, load_range(base, config.loads, config.hold)
     return base, base if load is None else at_load(base, load)
 
 
@@ -434,7 +453,7 @@ def _run_study(config: StudyConfig, progress: Say, out: Path) -> dict[str, Any]:
     from drl_ac.checkpoint import LoadedPolicy, save_policy_folder, write_json
 
     t0 = time.perf_counter()
-    loads: list[float | None] = list(config.loads) if config.loads is not None else [None]
+    loads: list[float | None] = list(config.loads) if config.loads is not None and not config.one_policy else [None]
     held = [config.load_folder(load) for load in loads if (config.load_folder(load) / "policy.pt").exists()]
     if held and not config.force:
         raise ValueError(f"out (--out): {held[0]} already holds a policy (an earlier study's, or a shipped one). Fix: "
@@ -462,9 +481,31 @@ def _run_study(config: StudyConfig, progress: Say, out: Path) -> dict[str, Any]:
                           "stability": r["stability"]["learned"], "seconds": r["seconds"]})
         results.append(r)
         progress(f"wrote {folder}: {r['verdict_line']}")
-    result = write_summary(out, results[0]["base"], {**head, "loads": summaries, "seconds": time.perf_counter() - t0})
+    run = {**head, "loads": summaries, "seconds": time.perf_counter() - t0}
+    if config.one_policy:
+        run["one_policy"] = one_policy(config, LoadedPolicy(results[0]["section"]), out, progress)
+    result = write_summary(out, results[0]["base"], run)
     progress(f"wrote {', '.join(result['files'])}")
     return result
+
+
+def one_policy(config: StudyConfig, policy: Any, out: Path, progress: Say) -> dict[str, Any]:
+    """The one policy of a ``one_policy`` study at each of its loads (``loads.across_loads``),
+    written to OUT/one_policy.json and one_policy.md; returns the table and the files."""
+    from drl_ac.checkpoint import write_json
+
+    base, trained_on = study_spec(config, None)
+    results = across_loads(policy, base, config.loads, config.seed, config.budget, progress)
+    text = loads_table(results, base)
+    hold = config.hold or default_hold(base)
+    md = out / "one_policy.md"
+    md.write_text(f"# One policy for {base.name} at loads {', '.join(f'{x:g}' for x in config.loads)}\n\n"
+                  f"Trained on {trained_on.name} (each load held {hold:g} time units in turn, its phase "
+                  f"not observed); every policy in steady state on each load's own seed.\n\n{text}\n"
+                  + "\n".join(f"load {r['load']:g}: {r['lines']['re-tuned']}" for r in results) + "\n")
+    files = [str(write_json(out / "one_policy.json", {"loads": results, "table": text})), str(md)]
+    progress(f"one policy at every load:\n{text}")
+    return {"table": text, "files": files}
 
 
 # ---------------------------------------------------------------- the command line

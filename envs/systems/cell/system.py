@@ -14,6 +14,7 @@ from typing import Any
 
 from envs.errors import SpecError, brief
 from envs.kinds.base import StationKind
+from envs.observation import observed_period
 from envs.reward import cell_charges
 from envs.systems.base import Headline, System
 from envs.systems.cell.dispatch import CellDispatch
@@ -106,7 +107,7 @@ class CellSystem(System):
         (type, CQI band) (``envs.observation``); ``include_in_service`` does not apply."""
         spec = self.spec
         bands = len(spec.block.cqi_bands) + 1 if spec.block.cqi_bands else 0
-        return CellEncoding(spec.num_stations, False, spec.num_classes, spec.period, cell_bands=bands)
+        return CellEncoding(spec.num_stations, False, spec.num_classes, observed_period(spec), cell_bands=bands)
 
     def reward_rule(self) -> str:
         return "blocking"

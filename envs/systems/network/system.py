@@ -21,7 +21,7 @@ import numpy as np
 
 from envs.errors import SpecError
 from envs.kinds.fcfs import FcfsKind
-from envs.observation import ObservationEncoding
+from envs.observation import ObservationEncoding, observed_period
 from envs.systems.base import REJECT, Headline, System, control_headline, control_measures
 from envs.systems.network.kernel import FcfsNetworkKernel
 from envs.systems.network.routing import ProbabilisticRouting
@@ -153,4 +153,5 @@ class NetworkSystem(System):
 
     def encoding(self, include_in_service: bool = False):
         spec = self.spec
-        return ObservationEncoding(spec.num_stations, include_in_service, spec.num_classes, spec.period, False)
+        return ObservationEncoding(spec.num_stations, include_in_service, spec.num_classes, observed_period(spec),
+                                   False)

@@ -39,7 +39,7 @@ from envs.errors import (
     is_list,
     number_list,
 )
-from envs.observation import ObservationEncoding
+from envs.observation import ObservationEncoding, observed_period
 from envs.systems.base import ControlSystem
 from envs.systems.pools.dispatch import PoolsDispatch
 from envs.systems.pools.theory import PoolsModel, PoolsPolicy, best_tau
@@ -481,5 +481,5 @@ class PoolsSystem(ControlSystem):
         """Jobs waiting and busy servers per pool (always: they show what a timer may free),
         then the arriving job's type information one-hot (types + 1)."""
         spec = self.spec
-        return ObservationEncoding(spec.num_stations, True, spec.num_classes, spec.period, False,
+        return ObservationEncoding(spec.num_stations, True, spec.num_classes, observed_period(spec), False,
                                    spec.block.num_types + 1)

@@ -41,7 +41,7 @@ from envs.distributions import (
 )
 from envs.errors import SpecError, brief, check_distinct, check_keys, did_you_mean, is_list
 from envs.kinds.ps import PsKind
-from envs.observation import ObservationEncoding
+from envs.observation import ObservationEncoding, observed_period
 from envs.systems.base import ControlSystem
 from envs.systems.redundancy.dispatch import CopyToD
 from envs.systems.redundancy.kernel import PsRedundancyKernel
@@ -295,5 +295,5 @@ class RedundancySystem(ControlSystem):
         d copies join the first d: whether they are idle is what decides a good d); the busy
         servers are in those counts, so ``include_in_service`` does not apply."""
         spec = self.spec
-        return ObservationEncoding(spec.num_stations, False, spec.num_classes, spec.period, True,
+        return ObservationEncoding(spec.num_stations, False, spec.num_classes, observed_period(spec), True,
                                    candidates=max(spec.block.choices))

@@ -1,0 +1,176 @@
+"""One policy for every load: trained over a range of loads, judged at each against the rules
+re-tuned there.
+
+A real system's load moves through the day; a rule's constants (a threshold's k, a timer's tau)
+are tuned at one load and are wrong at others. So a single policy is worth shipping only if, at
+each load of the range, it is no worse than every rule family re-tuned at that load (the
+oracle, ``re-tuned``: the bar), and better than the rules a user would fix once, tuned at the
+average load (``average``) or at the peak (``peak``). Constant actions are rules of every
+system, so they are in all three.
+
+* ``load_range``: the spec whose arrival rate is held at each load in turn (a Poisson rate
+  profile whose phase the controller does not see: ``RateProfile.observed``), on which one
+  policy is trained; training instances start spread over the period
+  (``drl_ac.evaluation.metrics.phase_offsets``), so each learns at a load drawn from the range.
+* ``across_loads``: the policy at each load in steady state, on that load's seeds
+  (``drl_ac.study.run.load_seed``), against the three comparators, with paired verdicts,
+  the constants each comparator used, and the share of decisions unlike the policy's own guard
+  rule (``unlike_own_rule``).
+* ``table``: the one table of a study with ``--one-policy``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from drl_ac.evaluation.selection import EVALUATION, visited_states
+from drl_ac.study.compare import json_rows, judge, measure, measure_rules, table_cell
+from drl_ac.study.pipeline import Run
+from drl_ac.study.report import value_cell
+from envs import NetworkSpec, SpecError
+from envs.distributions import Exponential
+
+Say = Callable[[str], None]
+COMPARATORS = ("re-tuned", "average", "peak")  # the oracle (d), then (b) and (c) of the issue
+
+
+def default_hold(spec: NetworkSpec) -> float:
+    """Time a load of a range is held: 10,000 arrivals at the reference rate (on redundancy_ps
+    1,000 time units, a daily scenario's hour). Longer than the relaxation time at 0.95 (about
+    1,600 there), so an instance sees each load settle."""
+    return 10_000.0 / spec.system.reference_rate()
+
+
+def load_range(spec: NetworkSpec, loads: Sequence[float], hold: float | None = None) -> NetworkSpec:
+    """``spec`` with Poisson arrivals whose rate is each of ``loads`` (fractions of the reference
+    rate, ascending) in turn for ``hold`` time units (``default_hold``), the period repeating, the
+    phase not observed by a controller; named ``name@lo-hi``. Refuses arrivals that are not
+    Poisson (a rate profile is a Poisson process: the range would change the arrival law)."""
+    from drl_ac.study.run import reference_rate
+
+    loads = sorted(float(x) for x in loads)
+    if len(loads) < 2 or any(not (math.isfinite(x) and x > 0) for x in loads):
+        raise SpecError("loads", f"a load range needs at least two loads > 0, got {loads}",
+                        "give e.g. --loads 0.3 0.6 0.9")
+    hold = default_hold(spec) if hold is None else float(hold)
+    if not (math.isfinite(hold) and hold > 0):
+        raise SpecError("hold", f"must be a time > 0, got {hold!r}", "give the time each load is held, or leave it out")
+    cfg = spec.to_dict()
+    arrival = cfg.get("arrival")
+    if arrival is None or "profile" in arrival or not isinstance(spec.arrival_processes()[0].dist, Exponential):
+        law = "several streams" if arrival is None else arrival.get("dist")
+        raise SpecError("arrival", f"{spec.name}: a load range is a Poisson rate profile, and these arrivals are "
+                        f"{law}", "give one Poisson (exponential) arrival stream, or train one policy per load")
+    rate = reference_rate(spec)
+    cfg["arrival"] = {"dist": "poisson", "profile": {"period": hold * len(loads), "table": [x * rate for x in loads],
+                                                     "observed": False}}
+    cfg["name"] = f"{spec.name.split('@')[0]}@{loads[0]:g}-{loads[-1]:g}"
+    return NetworkSpec.from_dict(cfg)
+
+
+def comparator_loads(loads: Sequence[float]) -> dict[str, float | None]:
+    """The load each comparator's rules are tuned at: ``average`` the loads' mean, ``peak`` their
+    largest, ``re-tuned`` each load itself (None)."""
+    return {"re-tuned": None, "average": sum(loads) / len(loads), "peak": max(loads)}
+
+
+def across_loads(policy: Callable, base: NetworkSpec, loads: Sequence[float], seed: int = 0, budget: str = "quick",
+                 progress: Say = lambda s: None) -> list[dict[str, Any]]:
+    """``policy`` at each of ``loads`` of ``base`` (``at_load``) against every rule re-tuned
+    there, tuned at the average load and at the peak (``COMPARATORS``); per load: its rows
+    (the learned policy, each rule with the constants it used), a ``Verdict`` against each
+    comparator, the comparators' constants per family and the share of decisions unlike the
+    policy's own guard rule (``unlike_own_rule``). Rules are tuned on each load's own seed; the ones tuned at the average or the
+    peak are those of that load's run (``load_seed``), applied unchanged at the others."""
+    from drl_ac.study.run import at_load, load_seed
+
+    fixed = comparator_loads(loads)
+    tuned_at = {x: Run(at_load(base, x), load_seed(seed, x), budget, progress).tune_rules()
+                for x in sorted({*loads, fixed["average"], fixed["peak"]})}
+    out = []
+    for load in loads:
+        run = Run(at_load(base, load), load_seed(seed, load), budget, progress)
+        spec = run.spec
+        progress(f"the policy at load {load:g} ({spec.arrival_rate:.4g} arrivals per unit time)")
+        learned = {"rule": "learned", **measure(policy, spec, run.evaluation_seed, budget)}
+        progress(f"learned: {table_cell(learned, spec)}")
+        oracle = tuned_at[load]
+        rows = {"learned": learned, **measure_rules(oracle, spec, run.seed, budget, progress)}
+        constants, verdicts = {}, {}
+        for name in COMPARATORS:
+            tuned = oracle if fixed[name] is None else tuned_at[fixed[name]]
+            constants[name] = {family: r.rule.describe() for family, r in tuned.items()}
+            own = {}
+            for family, result in tuned.items():
+                if family in oracle and result.rule.describe() == oracle[family].rule.describe():
+                    own[family] = rows[family]  # the same constants as re-tuned: the same row
+                    continue
+                label = f"{family} (tuned at {fixed[name]:g})"
+                if label not in rows:
+                    rows[label] = measure_rules({label: result}, spec, run.seed, budget, progress)[label]
+                own[label] = rows[label]
+            verdicts[name] = judge(spec, learned, own)
+        out.append({"load": load, "rate": spec.arrival_rate, "scenario": spec.name, "rows": json_rows(rows),
+                    "verdicts": {k: v.to_dict() for k, v in verdicts.items()},
+                    "lines": {k: v.line() for k, v in verdicts.items()}, "constants": constants,
+                    "unlike_rule": unlike_own_rule(policy, spec, run.evaluation_seed),
+                    "evaluation_seed": run.seed + EVALUATION})
+        progress(f"load {load:g}: against the rules re-tuned there: {verdicts['re-tuned'].line()}")
+    return out
+
+
+def unlike_own_rule(policy: Callable, spec: NetworkSpec, seed: int) -> dict | None:
+    """A guarded policy's share of decisions that differ from its own guard rule's (the rule it
+    was trained and guarded with: the policy at bias infinite) in the states it visits on
+    ``seed``: 0 is the rule itself at that load. None for a policy without a guard rule."""
+    section = getattr(policy, "section", {})
+    if not (section.get("default_rule") or int(section.get("default_action", -1)) >= 0):
+        return None
+    states = visited_states(spec, policy, policy.encoding, seed)
+    share = float((np.asarray(policy(states)) != np.asarray(policy.replace(bias=math.inf)(states))).mean())
+    return {"share": share, "states": int(states.shape[0])}
+
+
+def _measures(m: dict, spec: NetworkSpec) -> str:
+    """A row's headline (and constraint) with 95% intervals, or why it has none."""
+    head = spec.system.headline
+    if "arrivals" not in m or ("unstable" in m and not m["arrivals"]):
+        return "unstable"
+    return "; ".join(f"{key} {value_cell(m, key)}" for key in (head.measure, head.constraint) if key is not None)
+
+
+def _versus(v: dict) -> str:
+    if v["difference"] is None:
+        return v["outcome"]
+    lo, hi = v["difference"]["ci"]
+    return f"{v['outcome']}, {v['difference']['difference']:+.4f} [{lo:+.4f}, {hi:+.4f}]"
+
+
+def table(results: list[dict[str, Any]], spec: NetworkSpec) -> str:
+    """The markdown table of ``across_loads``: per load the learned headline, then per comparator
+    its best rule's headline and the verdict with the paired 95% interval, and the share of
+    decisions unlike the policy's own guard rule (``unlike_own_rule``)."""
+    head = spec.system.headline
+    fixed = comparator_loads([r["load"] for r in results])
+    names = {"re-tuned": "re-tuned at each load (d)", "average": f"tuned at the average {fixed['average']:g} (b)",
+             "peak": f"tuned at the peak {fixed['peak']:g} (c)"}
+    lines = [f"| load | learned {head.measure} | " + " | ".join(f"best rule {names[c]} | learned vs it"
+                                                             for c in COMPARATORS) + " | unlike its guard rule |",
+             "|---|---|" + "---|---|" * len(COMPARATORS) + "---|"]
+    for r in results:
+        cells = [f"{r['load']:g}", _measures(r["rows"]["learned"], spec)]
+        for c in COMPARATORS:
+            v = r["verdicts"][c]
+            cells += ["none feasible and stable" if v["best_rule"] is None else
+                      f"{v['best_rule']} ({r['rows'][v['best_rule']]['rule']}): {v['best']:.4f}", _versus(v)]
+        u = r["unlike_rule"]
+        cells.append("-" if u is None else f"{100 * u['share']:.1f}%")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["COMPARATORS", "across_loads", "comparator_loads", "default_hold", "load_range", "table"]

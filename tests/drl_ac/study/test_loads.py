@@ -1,0 +1,131 @@
+"""One policy for every load (drl_ac/study/loads.py): the training range holds each load in turn
+with its phase hidden, the oracle comparator is re-tuned at every load while the average and
+peak comparators keep their constants, every policy at a load is measured on that load's seeds,
+and ``--one-policy`` writes one policy and one table."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from drl_ac.checkpoint import LoadedPolicy, load_file
+from drl_ac.evaluation.selection import EVALUATION
+from drl_ac.learning.trainer import TrainConfig, Trainer
+from drl_ac.rules.tuning import ConstantAction
+from drl_ac.study import StudyConfig, at_load, run
+from drl_ac.study.loads import (
+    across_loads,
+    comparator_loads,
+    default_hold,
+    load_range,
+    table,
+    unlike_own_rule,
+)
+from envs import Driver, NetworkSpec, SpecError, load_spec
+
+
+def test_a_load_range_holds_each_load_in_turn_and_hides_its_phase():
+    base = load_spec("redundancy_ps")  # reference rate lambda*(1) = 10
+    spec = load_range(base, [0.9, 0.3, 0.6])
+    (process,) = spec.arrival_processes()
+    hold = default_hold(base)
+    assert hold == pytest.approx(1_000.0)  # 10,000 arrivals at the reference rate
+    np.testing.assert_allclose(process.profile.table, [3.0, 6.0, 9.0])  # ascending, each a load of 10
+    assert spec.period == pytest.approx(3 * hold) and spec.name == "redundancy_ps@0.3-0.9"
+    assert not process.profile.observed
+    # the controller sees no phase: a policy trained on the range reads a fixed load's observations
+    assert spec.system.encoding() == at_load(base, 0.6).system.encoding()
+    assert spec.system.encoding().period is None
+    assert load_spec("redundancy_ps_daily").system.encoding().period == 24_000.0  # a daily clock is seen
+    again = NetworkSpec.from_dict(spec.to_dict())  # the YAML form keeps it hidden
+    assert not again.arrival_processes()[0].profile.observed and again.system.encoding().period is None
+
+
+def test_a_simulated_range_spends_each_hold_at_its_load():
+    spec = load_range(load_spec("pools"), [0.3, 0.9], hold=200.0)
+    rate = spec.system.reference_rate()
+    driver = Driver(spec, 16, seed=3)
+    driver.reset()
+    times = []
+    while driver.engine.now.min() < 2 * spec.period:
+        times.append(driver.engine.now.copy())
+        driver.step(np.zeros(16, np.int64))
+    t = np.concatenate(times)
+    t = t[t < 2 * spec.period]
+    held = (t // 200.0).astype(int) % 2  # 0: the low load's hold, 1: the high one's
+    counts = np.bincount(held, minlength=2) / (16 * 2)  # per instance and period
+    expected = np.array([0.3, 0.9]) * rate * 200.0
+    assert np.all(np.abs(counts - expected) < 5 * np.sqrt(expected / 32)), (counts, expected)
+
+
+def test_a_load_range_refuses_what_it_cannot_be():
+    with pytest.raises(SpecError, match="arrival.*Poisson"):
+        load_range(load_spec("paper_tandem"), [0.5, 0.9])  # gamma arrivals: a profile would make them Poisson
+    with pytest.raises(SpecError, match="at least two loads"):
+        load_range(load_spec("pools"), [0.5])
+    with pytest.raises(SpecError, match="hold"):
+        load_range(load_spec("pools"), [0.5, 0.9], hold=0.0)
+    bad = load_spec("redundancy_ps_daily").to_dict()
+    bad["arrival"]["profile"]["observed"] = "no"
+    with pytest.raises(SpecError, match=r"profile\.observed"):
+        NetworkSpec.from_dict(bad)
+
+
+def test_one_policy_needs_loads_and_a_positive_hold():
+    with pytest.raises(ValueError, match=r"--one-policy.*at least two"):
+        StudyConfig(scenario="pools", one_policy=True)
+    with pytest.raises(ValueError, match=r"--one-policy"):
+        StudyConfig(scenario="pools", loads=(0.5,), one_policy=True)
+    with pytest.raises(ValueError, match=r"hold \(--hold\)"):
+        StudyConfig(scenario="pools", loads=(0.5, 0.9), one_policy=True, hold=-1.0)
+
+
+def test_the_oracle_is_re_tuned_at_each_load_and_the_fixed_comparators_are_not():
+    base, loads = load_spec("mmc_c1"), [0.5, 0.95]
+    accept = ConstantAction(1, "always accept")
+    results = across_loads(accept, base, loads, seed=0, budget="smoke")
+    assert [r["load"] for r in results] == loads
+    low, high = (r["constants"] for r in results)
+    assert low["re-tuned"]["total threshold"] != high["re-tuned"]["total threshold"]  # re-tuned per load
+    for fixed in ("average", "peak"):  # tuned once, applied unchanged at every load
+        assert low[fixed] == high[fixed]
+    assert high["peak"] == high["re-tuned"]  # at the peak, the peak's rules are the re-tuned ones
+    assert comparator_loads(loads) == {"re-tuned": None, "average": 0.725, "peak": 0.95}
+    rows_low, rows_high = results[0]["rows"], results[1]["rows"]
+    assert "total threshold (tuned at 0.95)" in rows_low and "total threshold (tuned at 0.725)" in rows_high
+    assert not any("tuned at 0.95" in name for name in rows_high)  # the same constants: the same row, not again
+    for r, load in zip(results, loads, strict=True):
+        # the policy and the rules on the load's own evaluation seed: accept-all reads as its rule, to the digit
+        assert r["rows"]["learned"]["acceptance"] == r["rows"]["always accept"]["acceptance"] == 1.0
+        assert r["evaluation_seed"] == run.load_seed(0, load) + EVALUATION
+        assert set(r["verdicts"]) == {"re-tuned", "average", "peak"}
+    text = table(results, base)
+    assert text.count("\n| 0.5 |") == 1 and "tuned at the peak 0.95 (c)" in text
+
+
+def test_unlike_own_rule_is_zero_for_the_guard_rule_itself():
+    spec = load_spec("redundancy_ps")
+    trainer = Trainer(TrainConfig(scenario="redundancy_ps", steps=500, num_envs=8, seed=0), spec=spec)
+    trainer.train()
+    policy = LoadedPolicy(trainer.policy_section()).replace(default_action=0, bias=0.0)
+    share = unlike_own_rule(policy, spec, seed=7)["share"]
+    assert 0.0 <= share <= 1.0
+    assert unlike_own_rule(policy.replace(bias=math.inf), spec, seed=7)["share"] == 0.0
+    assert unlike_own_rule(policy.replace(default_action=-1), spec, seed=7) is None  # no guard rule
+    assert unlike_own_rule(ConstantAction(0), spec, seed=7) is None
+
+
+def test_a_one_policy_study_writes_one_policy_and_one_table(tmp_path):
+    out = tmp_path / "one"
+    result = run.main(["--scenario", "mmc_c1", "--loads", "0.5", "0.95", "--one-policy", "--budget", "smoke",
+                       "--steps", "2000", "--num-envs", "16", "--snapshots", "1", "--workers", "1", "--quiet",
+                       "--out", str(out)])
+    section = load_file(out / "policy.pt")
+    assert section["scenario"]["name"] == "mmc_c1@0.5-0.95"  # trained on the range
+    assert LoadedPolicy(section).encoding.period is None
+    saved = json.loads((out / "one_policy.json").read_text())
+    assert [r["load"] for r in saved["loads"]] == [0.5, 0.95]
+    assert result["one_policy"]["table"] == saved["table"]
+    md = (out / "one_policy.md").read_text()
+    assert "| 0.5 |" in md and "| 0.95 |" in md and "phase not observed" in md
