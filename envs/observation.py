@@ -68,6 +68,13 @@ class ObservationEncoding:
         return (n + (self.num_classes if self.num_classes > 1 else 0) + (2 if self.period else 0)
                 + self.info_width + self.candidates)
 
+    def phase_column(self) -> int:
+        """The first of the two phase columns (1 + sin, 1 + cos) of an observed profile."""
+        if not self.period:
+            raise ValueError("phase_column: this encoding observes no phase (no observed arrival profile).")
+        n = self.num_stations + 1 if self.pool else self.num_stations * (2 if self.include_in_service else 1)
+        return n + (self.num_classes if self.num_classes > 1 else 0)
+
     def encode(self, eng: Engine) -> np.ndarray:
         """(B, width) float32 features of the current arrival in every instance."""
         if self.pool:  # the servers are exchangeable: their order carries no information

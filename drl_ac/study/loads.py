@@ -79,18 +79,20 @@ def comparator_loads(loads: Sequence[float]) -> dict[str, float | None]:
 
 
 def across_loads(policy: Callable, base: NetworkSpec, loads: Sequence[float], seed: int = 0, budget: str = "quick",
-                 progress: Say = lambda s: None) -> list[dict[str, Any]]:
+                 progress: Say = lambda s: None, tuned_at: dict[float, dict] | None = None) -> list[dict[str, Any]]:
     """``policy`` at each of ``loads`` of ``base`` (``at_load``) against every rule re-tuned
     there, tuned at the average load and at the peak (``COMPARATORS``); per load: its rows
     (the learned policy, each rule with the constants it used), a ``Verdict`` against each
     comparator, the comparators' constants per family and the share of decisions unlike the
     policy's own guard rule (``unlike_own_rule``). Rules are tuned on each load's own seed; the ones tuned at the average or the
-    peak are those of that load's run (``load_seed``), applied unchanged at the others."""
+    peak are those of that load's run (``load_seed``), applied unchanged at the others.
+    ``tuned_at``: rules already tuned per load, filled with the ones tuned here."""
     from drl_ac.study.run import at_load, load_seed
 
     fixed = comparator_loads(loads)
-    tuned_at = {x: Run(at_load(base, x), load_seed(seed, x), budget, progress).tune_rules()
-                for x in sorted({*loads, fixed["average"], fixed["peak"]})}
+    tuned_at = {} if tuned_at is None else tuned_at
+    for x in sorted({*loads, fixed["average"], fixed["peak"]} - set(tuned_at)):
+        tuned_at[x] = Run(at_load(base, x), load_seed(seed, x), budget, progress).tune_rules()
     out = []
     for load in loads:
         run = Run(at_load(base, load), load_seed(seed, load), budget, progress)

@@ -43,6 +43,8 @@ from drl_ac.parallel import run_jobs
 from drl_ac.study.loads import across_loads, default_hold, load_range
 from drl_ac.study.loads import table as loads_table
 from drl_ac.study.pipeline import Run
+from drl_ac.study.profiles import over_profile
+from drl_ac.study.profiles import table as day_table
 from drl_ac.study.report import commit, phase_plot, report, write_summary
 from envs import NetworkSpec, SpecError, load_spec
 from envs.compiled import check_engine, use_engine
@@ -134,6 +136,11 @@ class StudyConfig:
     hold: float | None = None
     """With one_policy: the time each load of the training range is held (None: 10,000 arrivals at
     the reference rate)."""
+    profiles: tuple[str, ...] = ()
+    """With one_policy: scenarios of the same system whose load changes by the hour (e.g.
+    redundancy_ps_daily) on which the policy is also judged, over whole days, against the rules
+    re-tuned for each hour's load and switched by the hour, and the rules that do not know the hour
+    (drl_ac.study.profiles)."""
     engine: str = "compiled"
     """The event loop: compiled (Numba, where the system has one, else NumPy) or numpy (the
     reference); both give the same trajectory for a seed (envs.compiled)."""
@@ -157,6 +164,14 @@ class StudyConfig:
         if self.one_policy and (self.loads is None or len(self.loads) < 2):
             raise ValueError("one_policy (--one-policy) trains one policy over a range of loads and needs at least two. "
                              "Fix: give e.g. --loads 0.3 0.6 0.9.")
+        self.profiles = tuple(self.profiles)
+        if self.profiles and not self.one_policy:
+            raise ValueError("profiles (--profiles) judge the policy of a --one-policy study over days. Fix: add "
+                             "--one-policy, or leave --profiles out.")
+        for name in self.profiles:  # an unknown scenario fails now, not after the training
+            if load_spec(name).system.name != load_spec(self.scenario).system.name:
+                raise ValueError(f"profiles (--profiles): {name} is not a scenario of {self.scenario}'s system. Fix: "
+                                 "give a day of the same system, e.g. redundancy_ps_daily for redundancy_ps.")
         if self.hold is not None and not (math.isfinite(self.hold) and self.hold > 0):
             raise ValueError(f"hold (--hold) must be a time > 0, got {self.hold}. Fix: give the time each load is "
                              "held, or leave it out.")
@@ -495,15 +510,19 @@ def one_policy(config: StudyConfig, policy: Any, out: Path, progress: Say) -> di
     from drl_ac.checkpoint import write_json
 
     base, trained_on = study_spec(config, None)
-    results = across_loads(policy, base, config.loads, config.seed, config.budget, progress)
+    tuned_at: dict[float, dict] = {}
+    results = across_loads(policy, base, config.loads, config.seed, config.budget, progress, tuned_at)
     text = loads_table(results, base)
+    days = [over_profile(policy, base, load_spec(p), tuned_at, config.seed, config.budget, progress)
+            for p in config.profiles]
+    text += "".join("\n" + day_table(d, base) for d in days)
     hold = config.hold or default_hold(base)
     md = out / "one_policy.md"
     md.write_text(f"# One policy for {base.name} at loads {', '.join(f'{x:g}' for x in config.loads)}\n\n"
                   f"Trained on {trained_on.name} (each load held {hold:g} time units in turn, its phase "
                   f"not observed); every policy in steady state on each load's own seed.\n\n{text}\n"
                   + "\n".join(f"load {r['load']:g}: {r['lines']['re-tuned']}" for r in results) + "\n")
-    files = [str(write_json(out / "one_policy.json", {"loads": results, "table": text})), str(md)]
+    files = [str(write_json(out / "one_policy.json", {"loads": results, "profiles": days, "table": text})), str(md)]
     progress(f"one policy at every load:\n{text}")
     return {"table": text, "files": files}
 

@@ -1,0 +1,192 @@
+"""One policy through a day: on a scenario whose load changes with the hour (redundancy_ps_daily,
+pools_daily), the policy of a ``--one-policy`` study against the rules that know the hour and
+those that do not.
+
+Comparators, each a rule family of the system (constant actions included):
+
+* ``per hour`` (the oracle, the bar): switched at each hour of the profile to the rule re-tuned
+  for that hour's load (``HourlyRule``; it reads the hour from the observation's phase);
+* ``the day``: tuned once over the whole day (the best a rule that does not know the hour can
+  do with the day's mix);
+* ``average`` and ``peak``: tuned at the day's average load and at its peak load, as a user who
+  sizes a rule once would.
+
+Every row runs whole days on common random numbers: instance b starts at phase b / B of the
+day, runs one whole period first (an hour is shorter than the relaxation time near the peak,
+so the backlog of the busy hours is carried in from the hours before, not started empty), then
+is measured over a window (``drl_ac.evaluation.metrics.evaluate``, arrival-weighted). Paired
+differences are over instances of the same phase.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from drl_ac.evaluation.metrics import evaluate, paired_difference
+from drl_ac.evaluation.selection import EVALUATION
+from drl_ac.rules.tuning import TuningResult
+from drl_ac.study.compare import BUDGETS, feasible, json_rows
+from drl_ac.study.pipeline import Run
+from drl_ac.study.report import value_cell
+from envs import NetworkSpec, SpecError
+from envs.observation import ObservationEncoding
+
+Say = Callable[[str], None]
+COMPARATORS = ("per hour", "the day", "average", "peak")
+
+
+class HourlyRule:
+    """At each arrival the rule of its hour: ``rules[h]`` for the h-th of ``len(rules)`` equal
+    bins of the period, the hour read from the phase columns of ``encoding`` (the profile's
+    observation, which the rules read without those columns, as at a fixed load). A rule that
+    knows the hour: the oracle of a day whose load changes by the hour; with one rule, that
+    rule blind to the hour."""
+
+    def __init__(self, rules: Sequence[Callable], encoding: ObservationEncoding, label: str):
+        if not encoding.period:
+            raise ValueError("HourlyRule reads the hour from the phase of an observed profile. Fix: use the "
+                             "encoding of a scenario whose arrival profile is observed.")
+        self.rules, self.encoding, self.label = list(rules), encoding, label
+        self.column = encoding.phase_column()
+
+    def hour(self, obs: np.ndarray) -> np.ndarray:
+        """The bin of the period each observation's phase (1 + sin, 1 + cos) falls in."""
+        angle = np.arctan2(obs[:, self.column].astype(float) - 1.0, obs[:, self.column + 1].astype(float) - 1.0)
+        phase = (angle / (2 * math.pi)) % 1.0
+        return np.minimum((phase * len(self.rules)).astype(np.int64), len(self.rules) - 1)
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        hour = self.hour(obs)
+        plain = np.delete(obs, [self.column, self.column + 1], axis=1)
+        out = np.empty(obs.shape[0], np.int64)
+        for h in np.unique(hour):
+            rows = hour == h
+            out[rows] = self.rules[h](plain[rows])
+        return out
+
+    def describe(self) -> str:
+        return self.label
+
+
+def hour_loads(profile: NetworkSpec, reference: float) -> list[float]:
+    """The load of each bin of ``profile``'s single table profile, a fraction of ``reference``."""
+    (process,) = profile.arrival_processes()
+    table = getattr(getattr(process, "profile", None), "table", None)
+    if table is None:
+        raise SpecError("arrival", f"{profile.name}: a day is a Poisson table profile of one stream",
+                        "give a scenario with arrival: {dist: poisson, profile: {period: P, table: [...]}}")
+    return [round(rate / reference, 4) for rate in table]
+
+
+def day(policy: Callable, spec: NetworkSpec, seed: int, budget: str) -> dict:
+    """``policy`` over whole days of ``spec`` on ``seed`` (the module's text), per instance kept
+    for pairing."""
+    options = BUDGETS[budget]["evaluation"]
+    num_envs = options["num_envs"]
+    warmup = spec.period if budget != "smoke" else "auto"  # smoke: the wiring only, decides nothing
+    return evaluate(policy, spec, arrivals=num_envs * max(options["min_steps"], 400), seed=seed, num_envs=num_envs,
+                    warmup=warmup, per_instance=True)
+
+
+def over_profile(policy: Callable, base: NetworkSpec, profile: NetworkSpec, tuned_at: dict[float, dict],
+                 seed: int = 0, budget: str = "quick", progress: Say = lambda s: None) -> dict[str, Any]:
+    """``policy`` (trained without the hour) over days of ``profile`` (``base``'s system with a
+    changing load) against ``COMPARATORS``; ``tuned_at``: rules already tuned per load of
+    ``base`` (``at_load`` on ``load_seed``; the missing hours' loads are tuned here and added).
+    Returns the rows, a verdict per comparator (``better``, ``no worse`` or ``worse`` on the
+    paired 95% interval against its best row) and the loads of the hours."""
+    from drl_ac.study.run import at_load, load_seed, reference_rate
+
+    if profile.system.name != base.system.name or not profile.system.encoding().period:
+        raise SpecError("profiles", f"{profile.name} is not a day of {base.name}'s system with an observed clock",
+                        f"give a scenario of the {base.system.name} system whose arrival profile is observed")
+    hours = hour_loads(profile, reference_rate(base))
+    average, peak = round(sum(hours) / len(hours), 4), max(hours)
+    for x in sorted({*hours, average, peak} - set(tuned_at)):
+        tuned_at[x] = Run(at_load(base, x), load_seed(seed, x), budget, progress).tune_rules()
+    run = Run(profile, seed, budget, progress)
+    progress(f"{profile.name}: hours at loads {', '.join(f'{x:g}' for x in hours)}")
+    sets: dict[str, dict[str, Callable]] = {name: {} for name in COMPARATORS}
+    encoding = profile.system.encoding()
+    for family in sorted({f for tuned in tuned_at.values() for f in tuned}):
+        if all(family in tuned_at[x] for x in hours):
+            rules = [tuned_at[x][family].rule for x in hours]
+            if len({r.describe() for r in rules}) > 1:
+                sets["per hour"][f"{family} per hour"] = HourlyRule(rules, encoding,
+                                                                    f"{family} re-tuned for each hour's load")
+            else:  # one rule at every hour (a constant action)
+                sets["per hour"][family] = HourlyRule(rules[:1], encoding, rules[0].describe())
+        for name, x in (("average", average), ("peak", peak)):
+            if family in tuned_at[x]:  # one rule for every hour, blind to the phase
+                rule = tuned_at[x][family].rule
+                sets[name][f"{family} (tuned at {x:g})"] = HourlyRule([rule], encoding, rule.describe())
+    sets["the day"] = {f"{family} (tuned over the day)": r.rule for family, r in _usable(run.tune_rules()).items()}
+    seed_day = run.seed + EVALUATION
+    rows = {"learned": {"rule": "learned", **day(policy, profile, seed_day, budget)}}
+    seen: dict[str, str] = {}  # a rule's description -> its row, measured once
+    for members in sets.values():
+        for label, rule in members.items():
+            text = rule.describe()
+            if text in seen:
+                rows[label] = rows[seen[text]]
+                continue
+            rows[label] = {"rule": text, **day(rule, profile, seed_day, budget)}
+            seen[text] = label
+            progress(f"{label}: {_cell(rows[label], profile)}")
+    verdicts = {name: _verdict(rows, list(members), profile) for name, members in sets.items()}
+    return {"scenario": profile.name, "hours": hours, "average": average, "peak": peak, "rows": json_rows(rows),
+            "verdicts": verdicts, "evaluation_seed": seed_day}
+
+
+def _usable(tuned: dict[str, TuningResult]) -> dict[str, TuningResult]:
+    return {f: r for f, r in tuned.items() if "arrivals" in r.metrics}
+
+
+def _cell(m: dict, spec: NetworkSpec) -> str:
+    head = spec.system.headline
+    return "; ".join(f"{key} {value_cell(m, key)}" for key in (head.measure, head.constraint) if key is not None)
+
+
+def _verdict(rows: dict[str, dict], names: list[str], spec: NetworkSpec) -> dict[str, Any]:
+    """The learned row against the best of ``names`` that meets the constraint (``feasible``) on
+    the headline: ``better`` where the paired 95% interval is entirely on the good side, ``worse``
+    where entirely on the other or where the learned row is significantly above eps, else
+    ``no worse``."""
+    head = spec.system.headline
+    sign = 1.0 if head.sense == "max" else -1.0
+    measured = [n for n in names if math.isfinite(rows[n].get(head.measure, math.nan)) and feasible(rows[n], spec)]
+    if not measured:
+        return {"outcome": "no comparator", "best_rule": None, "difference": None}
+    best = max(measured, key=lambda n: sign * rows[n][head.measure])
+    d = paired_difference(rows["learned"], rows[best], head.measure)
+    lo, hi = sorted(sign * x for x in d["ci"])
+    outcome = "better" if lo > 0 else ("worse" if hi < 0 else "no worse")
+    if not feasible(rows["learned"], spec):  # significantly above eps: worse, whatever its headline
+        outcome = "worse"
+    return {"outcome": outcome, "best_rule": best, "best": rows[best][head.measure], "difference": d}
+
+
+def table(result: dict[str, Any], spec: NetworkSpec) -> str:
+    """One line per comparator: its best rule over the day and the learned policy against it."""
+    head = spec.system.headline
+    learned = _cell(result["rows"]["learned"], spec)
+    lines = [f"Over days of {result['scenario']} (hours at loads {min(result['hours']):g} to {result['peak']:g}, "
+             f"average {result['average']:g}): learned {learned}.", "",
+             f"| comparator | best rule | its {head.measure} | learned - it [95% CI, paired] | verdict |",
+             "|---|---|---|---|---|"]
+    for name in COMPARATORS:
+        v = result["verdicts"][name]
+        if v["best_rule"] is None:
+            lines.append(f"| {name} | none | | | {v['outcome']} |")
+            continue
+        d = v["difference"]
+        lines.append(f"| {name} | {v['best_rule']} | {_cell(result['rows'][v['best_rule']], spec)} | "
+                     f"{d['difference']:+.4f} [{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}] | {v['outcome']} |")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["COMPARATORS", "HourlyRule", "day", "hour_loads", "over_profile", "table"]

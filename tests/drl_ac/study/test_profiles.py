@@ -1,0 +1,89 @@
+"""One policy through a day (drl_ac/study/profiles.py): the oracle rule switches by the hour it
+reads from the phase, the rules blind to the hour read what they read at a fixed load, and a
+verdict never rests on a rule above eps."""
+
+import numpy as np
+import pytest
+
+from drl_ac.rules.tuning import ConstantAction
+from drl_ac.study import StudyConfig
+from drl_ac.study.loads import load_range
+from drl_ac.study.profiles import COMPARATORS, HourlyRule, hour_loads, over_profile, table
+from envs import Driver, NetworkSpec, SpecError, load_spec
+
+HOLD = 300.0
+
+
+def two_hours(name: str = "mmc_c1", loads=(0.5, 0.95)) -> NetworkSpec:
+    """A day of two hours of ``name``'s system, at ``loads``, whose clock a controller sees."""
+    cfg = load_range(load_spec(name), loads, hold=HOLD).to_dict()
+    cfg["arrival"]["profile"]["observed"] = True
+    cfg["name"] = f"{name}_two_hours"
+    return NetworkSpec.from_dict(cfg)
+
+
+class Width:
+    """A rule that records the width of what it reads and always admits."""
+
+    def __init__(self):
+        self.widths = set()
+
+    def __call__(self, obs):
+        self.widths.add(obs.shape[1])
+        return np.ones(len(obs), np.int64)
+
+
+def test_the_hourly_rule_acts_by_the_hour_it_reads_from_the_phase():
+    spec = two_hours()
+    encoding = spec.system.encoding()
+    rule = HourlyRule([ConstantAction(0), ConstantAction(1)], encoding, "reject, then admit")
+    driver = Driver(spec, 8, seed=2, encoding=encoding)
+    obs, times, actions = driver.reset(), [], []
+    while driver.engine.now.min() < 3 * spec.period:
+        times.append(driver.engine.now.copy())
+        actions.append(rule(obs))
+        obs = driver.step(actions[-1])[0]
+    t, a = np.concatenate(times), np.concatenate(actions)
+    hour = (t // HOLD).astype(int) % 2
+    away = np.abs(t / HOLD - np.round(t / HOLD)) > 1e-4  # float32 phase: a hair's width at a boundary
+    assert away.mean() > 0.99 and t.size > 1_000
+    np.testing.assert_array_equal(a[away], hour[away])
+    plain = Width()  # the rules read the observation of a fixed load: no phase columns
+    HourlyRule([plain], encoding, "plain")(obs)
+    assert plain.widths == {encoding.width - 2} == {load_spec("mmc_c1").system.encoding().width}
+    with pytest.raises(ValueError, match="phase"):
+        HourlyRule([plain], load_spec("mmc_c1").system.encoding(), "no clock")
+
+
+def test_over_a_day_every_comparator_is_judged_and_an_infeasible_policy_is_worse():
+    base, day = load_spec("mmc_c1"), two_hours()
+    tuned_at: dict = {}
+    result = over_profile(ConstantAction(1, "always accept"), base, day, tuned_at, seed=0, budget="smoke")
+    assert result["hours"] == [0.5, 0.95] and (result["average"], result["peak"]) == (0.725, 0.95)
+    assert set(tuned_at) == {0.5, 0.725, 0.95}  # every hour's load and the average's, tuned once
+    rows = result["rows"]
+    hourly = rows["total threshold per hour"]["rule"]
+    assert hourly == "total threshold re-tuned for each hour's load"
+    assert tuned_at[0.5]["total threshold"].rule.describe() != tuned_at[0.95]["total threshold"].rule.describe()
+    # switched by the hour, the rule admits more than the peak's rule kept all day (the low hour's is looser)
+    assert rows["total threshold (tuned at 0.95)"]["acceptance"] < rows["total threshold per hour"]["acceptance"]
+    assert rows["learned"]["acceptance"] == 1.0 and rows["learned"]["violation"] > day.eps
+    for name in COMPARATORS:
+        v = result["verdicts"][name]
+        assert v["outcome"] == "worse" and v["best_rule"] is not None
+        assert rows[v["best_rule"]]["violation"] <= day.eps + 0.05  # only rules that meet the constraint
+    text = table(result, base)
+    assert all(f"| {name} |" in text for name in COMPARATORS)
+
+
+def test_a_day_must_be_of_the_same_system_with_a_clock():
+    base = load_spec("mmc_c1")
+    with pytest.raises(SpecError, match="profiles"):
+        over_profile(ConstantAction(1), base, load_range(base, [0.5, 0.9]), {}, budget="smoke")  # no clock
+    with pytest.raises(SpecError, match="profiles"):
+        over_profile(ConstantAction(0), base, load_spec("redundancy_ps_daily"), {}, budget="smoke")
+    assert hour_loads(load_spec("redundancy_ps_daily"), 10.0)[13:16] == [0.95, 0.95, 0.95]
+    with pytest.raises(ValueError, match="--one-policy"):
+        StudyConfig(scenario="redundancy_ps", profiles=("redundancy_ps_daily",))
+    with pytest.raises(ValueError, match="not a scenario of"):
+        StudyConfig(scenario="redundancy_ps", loads=(0.3, 0.9), one_policy=True, profiles=("pools_daily",))
