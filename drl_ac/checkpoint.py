@@ -246,7 +246,8 @@ class LoadedPolicy:
         self.encoding = policy_encoding(section)
         self.bias = float(section.get("bias", 0.0))
         self.default = int(section.get("default_action", -1))  # control: see drl_ac.learning.qnet.greedy
-        rule = RuleDefault(section["default_rule"]) if section.get("default_rule") else None  # a tuned rule instead
+        rule = RuleDefault(section["default_rule"], self.encoding.rule_columns) if section.get("default_rule") \
+            else None  # a tuned rule instead
         admission = bool(section.get("admission", True))
         self.margin, self.mix = float(section.get("margin", 0.0)), float(section.get("mix", 0.0))
         self.module = GreedyPolicy(build_qnet(section) if qnet is None else qnet, self.bias, admission, self.default,

@@ -35,6 +35,12 @@ from envs.probe import Probe
 if TYPE_CHECKING:
     from envs.spec import NetworkSpec
 
+# Arrivals the running mean of the gaps between them (``Engine.gap_mean``) remembers: an
+# exponentially weighted mean, weight 1 / RATE_MEMORY on the newest gap. Its inverse is the
+# arrival-rate estimate a controller may observe (``ObservationEncoding.rate``): what a real
+# controller can compute from the arrivals it has seen, no oracle of the load.
+RATE_MEMORY = 64
+
 
 class CapacityError(RuntimeError):
     """The job table would outgrow its bound (``max_jobs`` per instance, or ``max_bytes`` for
@@ -148,6 +154,7 @@ class Engine:
         self.arrivals = ClassArrivals(self.spec.arrival_processes())
         self.arrivals.reset(self.rng, B, self.start)
         self.now, self.arriving = self.arrivals.pop(self.rng)
+        self.gap_mean = np.full(B, 1.0 / self.spec.arrival_rate)  # what a controller may estimate: RATE_MEMORY
         self._new_arrival()
 
     def empty_instances(self, rows: np.ndarray) -> None:
@@ -172,6 +179,7 @@ class Engine:
         fresh = ClassArrivals(self.arrivals.processes)
         fresh.reset(self.rng, rows.size, self.start[rows])
         self.now[rows], self.arriving[rows] = fresh.pop(self.rng)
+        self.gap_mean[rows] = 1.0 / self.spec.arrival_rate
         self.arrivals.next_time[rows] = fresh.next_time
         self.jobs.arrival_time[rows, slot] = self.now[rows]
         self.jobs.job_class[rows, slot] = self.arriving[rows]
@@ -179,7 +187,7 @@ class Engine:
     def get_state(self) -> dict:
         """Everything the future depends on (arrays copied), for checkpoints and resume."""
         return {"t": self.t, "rng": self.rng.bit_generator.state, "now": self.now.copy(),
-                "arriving": self.arriving.copy(), "arrivals": self.arrivals.get_state(),
+                "arriving": self.arriving.copy(), "arrivals": self.arrivals.get_state(), "gap_mean": self.gap_mean.copy(),
                 "jobs": self.jobs.get_state(), "dynamics": {k: v.copy() for k, v in self.state.arrays().items()}}
 
     def set_state(self, state: dict) -> None:
@@ -199,6 +207,7 @@ class Engine:
         self.now = np.array(state["now"])
         self.arriving = np.array(state["arriving"])
         self.arrivals.set_state(state["arrivals"])
+        self.gap_mean = np.array(state.get("gap_mean", np.full(self.B, 1.0 / self.spec.arrival_rate)))  # older saves
         self.jobs.set_state(state["jobs"])
         self.slot = self.jobs.next_free()  # saved after the arrival's slot was chosen: no growth here
         self.state = State({k: np.array(v) for k, v in state["dynamics"].items()}, RecordWaits(self))
@@ -255,6 +264,7 @@ class Engine:
         exits: list = []
         self.run(self.state, self.every, next_arrival, self._depart(exits))
         self.holding = present * (next_arrival - self.now)
+        self.gap_mean += (next_arrival - self.now - self.gap_mean) / RATE_MEMORY
         if exits:
             left = self._departures(exits)
             self.holding -= np.bincount(left.env, next_arrival[left.env] - left.departure_time, self.B)

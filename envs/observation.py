@@ -9,6 +9,8 @@ arriving job's class, one-hot; with a periodic arrival profile the phase of the 
 input transform needs), so a controller can anticipate the busy hours. Two pools
 (docs/systems/pools.md): jobs waiting per pool, busy servers per pool, then the arriving job's type
 information one-hot (``info_width`` = types + 1: the type or signal, last = nothing known).
+With ``rate``, last of all, the arrival-rate estimate (``envs.engine.RATE_MEMORY``): what a
+controller trained over a range of loads may read the load from.
 
 A system whose observation is not made of stations (the cell: ``envs.systems.cell.observation``)
 subclasses ``ObservationEncoding`` in its folder: ``from_dict`` finds the subclass that
@@ -44,6 +46,7 @@ class ObservationEncoding:
     pool: bool = False  # identical servers (redundancy): jobs per server sorted, then the total
     info_width: int = 0  # two pools: one-hot of the arriving job's type information (types + 1)
     candidates: int = 0  # redundancy: jobs at the arriving job's first servers in its random order (max d)
+    rate: bool = False  # last: the arrival-rate estimate, 1 / Engine.gap_mean (rules never read it)
 
     _kinds: ClassVar[list[type[ObservationEncoding]]] = []
 
@@ -66,7 +69,13 @@ class ObservationEncoding:
     def width(self) -> int:
         n = self.num_stations + 1 if self.pool else self.num_stations * (2 if self.include_in_service else 1)
         return (n + (self.num_classes if self.num_classes > 1 else 0) + (2 if self.period else 0)
-                + self.info_width + self.candidates)
+                + self.info_width + self.candidates + int(self.rate))
+
+    @property
+    def rule_columns(self) -> int | None:
+        """The leading columns a tuned rule reads (all but the rate estimate), None for all: rules
+        are tuned on the system's own encoding, which has no rate column."""
+        return self.width - 1 if self.rate else None
 
     def phase_column(self) -> int:
         """The first of the two phase columns (1 + sin, 1 + cos) of an observed profile."""
@@ -93,6 +102,8 @@ class ObservationEncoding:
         if self.candidates:  # the servers its d copies would join, first to last: d is a prefix of them
             order = eng.jobs.order[eng.every, eng.slot][:, : self.candidates]
             parts.append(np.take_along_axis(present, order, 1))
+        if self.rate:
+            parts.append(1.0 / eng.gap_mean[:, None])
         return parts[0].astype(np.float32) if len(parts) == 1 else np.concatenate(parts, 1).astype(np.float32)
 
     def _phase(self, eng: Engine) -> np.ndarray:
@@ -115,6 +126,8 @@ class ObservationEncoding:
             parts.append(np.ones(self.info_width, np.float32))
         if self.candidates:
             parts.append(servers[: self.candidates])
+        if self.rate:  # arrivals per unit time, in units of the rate a load is a fraction of: the load
+            parts.append(np.array([spec.system.reference_rate()], np.float32))
         return np.concatenate(parts)
 
     def high(self, spec: NetworkSpec, max_jobs: int) -> np.ndarray:
@@ -133,6 +146,8 @@ class ObservationEncoding:
             parts.append(np.ones(self.info_width))
         if self.candidates:
             parts.append(np.full(self.candidates, float(max_jobs)))
+        if self.rate:  # an estimate from a few short gaps can be large; finite all the same
+            parts.append([1e9])
         return np.concatenate([np.asarray(p, np.float64) for p in parts]).astype(np.float32)
 
     def check(self, spec: NetworkSpec) -> None:
@@ -140,6 +155,7 @@ class ObservationEncoding:
         mine = ObservationEncoding.for_spec(spec, self.include_in_service)
         if self.candidates == 0:  # saved before redundancy observed its job's servers: it reads the rest
             mine = replace(mine, candidates=0)
+        mine = replace(mine, rate=self.rate)  # every engine keeps the estimate
         if mine != self:
             theirs, ours = self.to_dict(), mine.to_dict()
             differ = ", ".join(f"{k} {theirs.get(k)} (here {ours.get(k)})" for k in {**theirs, **ours}
@@ -164,4 +180,4 @@ class ObservationEncoding:
         period = d.get("period")
         return cls(int(d["num_stations"]), bool(d.get("include_in_service", False)), int(d.get("num_classes", 1)),
                    None if period is None else float(period), bool(d.get("pool", False)), int(d.get("info_width", 0)),
-                   int(d.get("candidates", 0)))
+                   int(d.get("candidates", 0)), bool(d.get("rate", False)))

@@ -64,8 +64,9 @@ class RuleDefault(nn.Module):
     ``{"kind": "constant", "action": a}``; the rules' ``guard_fields()`` (``drl_ac.rules``)
     write them (``rule_of`` turns a constant action's into the last form)."""
 
-    def __init__(self, rule: dict):
+    def __init__(self, rule: dict, columns: int | None = None):
         super().__init__()
+        self.columns = columns  # the leading features the rule reads (ObservationEncoding.rule_columns)
         self.kind = str(rule["kind"])
         if self.kind == "threshold":
             self.column = int(rule["column"])
@@ -84,6 +85,8 @@ class RuleDefault(nn.Module):
                              "constant.")
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.columns is not None:
+            obs = obs[:, : self.columns]
         if self.kind == "threshold":
             return torch.where(obs[:, self.column] < self.k, self.below, self.above)
         if self.kind == "constant":

@@ -14,7 +14,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,11 @@ class TrainConfig:
     """auto, cpu or cuda (on --resume: the checkpoint's unless given)"""
     include_in_service: bool = False
     """observe busy servers too"""
+    rate_estimate: bool = False
+    """observe, last, a running estimate of the arrival rate (the inverse of an exponentially weighted
+    mean of the last envs.engine.RATE_MEMORY gaps between arrivals, which a deployed controller computes
+    from the arrivals it sees): what a policy trained over a range of loads may read the load from; the
+    rules never read it"""
     updates_per_step: int = 1
     """gradient steps per vector step"""
     learning_starts: int = 20_000
@@ -302,7 +307,8 @@ class Trainer:
         self.spec = spec if spec is not None else config.spec()
         self.device = resolve_device(config.device)
         torch.manual_seed(config.seed)
-        self.encoding = ObservationEncoding.for_spec(self.spec, config.include_in_service)
+        self.encoding = replace(ObservationEncoding.for_spec(self.spec, config.include_in_service),
+                                rate=config.rate_estimate)
         self.driver = Driver(self.spec, config.num_envs, seed=config.seed, encoding=self.encoding,
                              **self.engine_options(self.spec, config))
         self.B = config.num_envs
@@ -311,7 +317,8 @@ class Trainer:
         if config.base_rule is not None and self.spec.system.kind != "control":
             raise ValueError(f"base_rule: only a control system learns a base rule's values; {self.spec.name} is "
                              f"{self.spec.system.kind}. Fix: use None.")
-        self.base = None if config.base_rule is None else RuleDefault(config.base_rule).to(self.device)
+        self.base = None if config.base_rule is None else \
+            RuleDefault(config.base_rule, self.encoding.rule_columns).to(self.device)
         self.learner = DifferentialQLearner(self.obs_dim, torch.from_numpy(self.encoding.scale(self.spec)),
                                             config.learner, self.device, self.num_actions,
                                             reward_rule(self.spec), self.spec.admission, self.base)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -339,14 +339,43 @@ def measure_rules(tuned: dict[str, TuningResult], spec: NetworkSpec, seed: int =
 def guard_rule(spec: NetworkSpec, tuned: dict[str, TuningResult], encoding: ObservationEncoding) -> Any | None:
     """The best tuned rule that can guard a learned policy (it has ``guard_fields``: a constant
     action, a load or own-server threshold, the signalled pool; stationary and feasible on the tuning seed)
-    and reads the policy's observations (``encoding``, the rules' own), or None."""
+    and reads the policy's observations (``encoding``: the rules' own, perhaps with an arrival-rate
+    estimate after them, which the rule then skips: ``reading``), or None."""
     head = spec.system.headline
     sign = 1.0 if head.sense == "max" else -1.0
-    if encoding != ObservationEncoding.for_spec(spec):
+    if replace(encoding, rate=False) != ObservationEncoding.for_spec(spec):
         return None
     ok = [r for r in tuned.values() if hasattr(r.rule, "guard_fields") and "unstable" not in r.metrics
           and "arrivals" in r.metrics and feasible(r.metrics, spec)]
-    return max(ok, key=lambda r: sign * r.metrics[head.measure]).rule if ok else None
+    if not ok:
+        return None
+    return reading(max(ok, key=lambda r: sign * r.metrics[head.measure]).rule, encoding)
+
+
+def reading(rule: Any, encoding: ObservationEncoding) -> Any:
+    """``rule`` acting on observations in a learned policy's ``encoding``: itself, or where the
+    policy observes an arrival-rate estimate after the rule's features, ``LeadingColumns``."""
+    if encoding.rule_columns is None or isinstance(rule, LeadingColumns):
+        return rule
+    return LeadingColumns(rule, encoding.rule_columns)
+
+
+class LeadingColumns:
+    """``rule`` reading the first ``columns`` features of a learned policy's observation, the
+    ones it was tuned on (the policy observes an arrival-rate estimate after them:
+    ``ObservationEncoding.rate``); its description and guard fields are the rule's."""
+
+    def __init__(self, rule: Any, columns: int):
+        self.rule, self.columns = rule, columns
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return self.rule(obs[:, : self.columns])
+
+    def describe(self) -> str:
+        return self.rule.describe()
+
+    def guard_fields(self) -> dict:
+        return self.rule.guard_fields()
 
 
 def guard_candidates(taken: list[Candidate], spec: NetworkSpec, default: Any, seed: int = 0,
@@ -356,7 +385,9 @@ def guard_candidates(taken: list[Candidate], spec: NetworkSpec, default: Any, se
     rule's action in the rule's states on seed + VALIDATION, and last the rule itself (bias
     infinite: the network never overrides it): the candidates of ``guard`` and of a study
     (``drl_ac.study.run``), which chooses among several learners' snapshots."""
-    states = visited_states(spec, default, policy_encoding(taken[0].section), seed + VALIDATION)
+    encoding = policy_encoding(taken[0].section)
+    default = reading(default, encoding)
+    states = visited_states(spec, default, encoding, seed + VALIDATION)
     out = [g for c in taken for g in (c, *guarded(c, default, states, quantiles))]
     return out + [Candidate(f"{default.describe()} (the guard's rule itself)",
                             {**taken[0].section, **default.guard_fields(), "bias": math.inf})]

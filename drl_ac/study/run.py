@@ -100,6 +100,9 @@ class StudyConfig:
     """With base rule and the holding cost: td (one-step bootstrapped values) or rollout (each
     action scored by simulating it, then the rule: drl_ac.learning.lookahead); None: the
     scenario's training block, else td."""
+    rate_estimate: bool | None = None
+    """The learners observe a running estimate of the arrival rate (TrainConfig.rate_estimate; None:
+    the scenario's training block, else off)."""
     hidden: tuple[int, ...] | None = None
     """Q-network layer widths (None: LearnerConfig's)."""
     lr: float | None = None
@@ -219,7 +222,8 @@ class StudyConfig:
         if base_rule is None or cost != "holding":
             given.pop("targets", None)
         given.update({k: v for k in ("steps", "num_envs", "updates_per_step", "exploration_start", "reset_backlog",
-                                     "eps", "base_exploration", "targets") if (v := getattr(self, k)) is not None})
+                                     "eps", "base_exploration", "targets", "rate_estimate")
+                      if (v := getattr(self, k)) is not None})
         given["base_rule"] = base_rule
         if cost != "holding":
             given["reset_backlog"] = 0

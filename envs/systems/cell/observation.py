@@ -71,6 +71,9 @@ class CellEncoding(ObservationEncoding):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.rate:
+            raise ValueError("rate: a cell's controller sees its daily profile's phase, not an arrival-rate "
+                             "estimate. Fix: leave rate_estimate off on a cell.")
         if self.cell_bands < 0:
             raise ValueError(f"cell_bands: CQI bands observed per type, 0 or more, got {self.cell_bands}. Fix: 0 "
                              "observes no bands.")

@@ -1,19 +1,25 @@
 """One policy for every load (drl_ac/study/loads.py): the training range holds each load in turn
 with its phase hidden, the oracle comparator is re-tuned at every load while the average and
 peak comparators keep their constants, every policy at a load is measured on that load's seeds,
-and ``--one-policy`` writes one policy and one table."""
+and ``--one-policy`` writes one policy and one table. The arrival-rate estimate a policy may
+observe follows the load, and the rules never read it."""
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
+import torch
 
 from drl_ac.checkpoint import LoadedPolicy, load_file
-from drl_ac.evaluation.selection import EVALUATION
+from drl_ac.evaluation.metrics import phase_offsets
+from drl_ac.evaluation.selection import EVALUATION, visited_states
+from drl_ac.learning.qnet import RuleDefault
 from drl_ac.learning.trainer import TrainConfig, Trainer
 from drl_ac.rules.tuning import ConstantAction
 from drl_ac.study import StudyConfig, at_load, run
+from drl_ac.study.compare import reading
 from drl_ac.study.loads import (
     across_loads,
     comparator_loads,
@@ -23,6 +29,7 @@ from drl_ac.study.loads import (
     unlike_own_rule,
 )
 from envs import Driver, NetworkSpec, SpecError, load_spec
+from envs.systems.pools.rules import SignalledPool
 
 
 def test_a_load_range_holds_each_load_in_turn_and_hides_its_phase():
@@ -129,3 +136,56 @@ def test_a_one_policy_study_writes_one_policy_and_one_table(tmp_path):
     assert result["one_policy"]["table"] == saved["table"]
     md = (out / "one_policy.md").read_text()
     assert "| 0.5 |" in md and "| 0.95 |" in md and "phase not observed" in md
+
+
+def test_the_rate_estimate_follows_the_load_of_each_hold():
+    spec = load_range(load_spec("pools"), [0.3, 0.9], hold=2_000.0)
+    encoding = replace(spec.system.encoding(), rate=True)
+    assert encoding.width == spec.system.encoding().width + 1 and encoding.rule_columns == encoding.width - 1
+    start = phase_offsets(spec.period, 64, seed=1)
+    driver = Driver(spec, 64, seed=1, encoding=encoding, start=start)
+    obs, seen = driver.reset(), []
+    for step in range(4_000):
+        obs = driver.step(np.zeros(64, np.int64))[0]
+        if step % 50 == 0:
+            now = driver.engine.now
+            high = (now % spec.period) >= 2_000.0
+            seen.append((obs[:, -1], now % 2_000.0 > 1_500.0, high))  # past 7 memories (64 gaps) at either load
+    np.testing.assert_allclose(obs[:, -1], 1.0 / driver.engine.gap_mean, rtol=1e-6)  # last: the estimate
+    estimate, settled, high = (np.concatenate(x) for x in zip(*seen, strict=True))
+    rate = spec.system.reference_rate() * np.where(high, 0.9, 0.3)
+    for side in (high, ~high):
+        rows = settled & side
+        assert rows.sum() >= 200
+        assert np.mean(estimate[rows] / rate[rows]) == pytest.approx(1.0, abs=0.05)
+    state = driver.engine.get_state()
+    state.pop("gap_mean")  # a state saved before the estimate: the mean gap of the arrivals
+    driver.engine.set_state(state)
+    np.testing.assert_allclose(driver.engine.gap_mean, 1.0 / spec.arrival_rate)
+
+
+def test_rules_skip_the_rate_estimate_and_a_cell_refuses_it():
+    rule = SignalledPool("none", 0.0, (1, 0, 1))  # reads the one-hot block at the end of its observation
+    spec = load_spec("pools")
+    plain = spec.system.encoding()
+    encoding = replace(plain, rate=True)
+    obs = Driver(spec, 32, seed=4, encoding=encoding).reset()
+    wrapped = reading(rule, encoding)
+    assert wrapped(obs).tolist() == rule(obs[:, :-1]).tolist() and reading(rule, plain) is rule
+    assert reading(wrapped, encoding) is wrapped and wrapped.guard_fields() == rule.guard_fields()
+    torch_rule = RuleDefault(rule.guard_fields()["default_rule"], encoding.rule_columns)
+    assert torch_rule(torch.from_numpy(obs)).tolist() == rule(obs[:, :-1]).tolist()
+    with pytest.raises(ValueError, match="rate_estimate"):
+        replace(load_spec("cell_small").system.encoding(), rate=True)
+
+
+def test_a_learner_with_the_rate_estimate_saves_it_and_is_guarded_by_its_rule():
+    spec = load_spec("redundancy_ps")
+    trainer = Trainer(TrainConfig(scenario="redundancy_ps", steps=500, num_envs=8, seed=0, rate_estimate=True,
+                                  base_rule={"kind": "constant", "action": 0}), spec=spec)
+    trainer.train()
+    policy = LoadedPolicy(trainer.policy_section()).replace(default_action=0)
+    assert policy.encoding.rate and policy.obs_dim == spec.system.encoding().width + 1
+    policy.encoding.check(at_load(spec, 0.9))  # runs at any load of its system
+    states = visited_states(spec, policy, policy.encoding, seed=3)
+    assert policy.replace(bias=math.inf)(states).tolist() == [0] * len(states)  # its guard rule, d = 1

@@ -45,7 +45,8 @@ def fingerprint(scenario: str, include_in_service: bool = False, steps: int = ST
     described = {k: v for k, v in spec.to_dict().items() if k != "training"}  # train.py's defaults, not the system
     h.update(json.dumps(described, sort_keys=True, default=str).encode())
     enc = env.driver.encoding
-    seen = {k: v for k, v in enc.to_dict().items() if not (k == "candidates" and v == 0)}  # added later; 0: absent
+    seen = {k: v for k, v in enc.to_dict().items()
+            if not (k in ("candidates", "rate") and not v)}  # added later; 0 or False: absent
     seen.setdefault("cell_bands", -1)  # moved to the cell's own encoding; -1 was "not a cell"
     h.update(json.dumps(seen, sort_keys=True, default=str).encode())
     _feed(h, enc.scale(spec))
