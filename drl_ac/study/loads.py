@@ -84,9 +84,10 @@ def across_loads(policy: Callable, base: NetworkSpec, loads: Sequence[float], se
     there, tuned at the average load and at the peak (``COMPARATORS``); per load: its rows
     (the learned policy, each rule with the constants it used), a ``Verdict`` against each
     comparator, the comparators' constants per family and the share of decisions unlike the
-    policy's own guard rule (``unlike_own_rule``). Rules are tuned on each load's own seed; the ones tuned at the average or the
-    peak are those of that load's run (``load_seed``), applied unchanged at the others.
-    ``tuned_at``: rules already tuned per load, filled with the ones tuned here."""
+    policy's own guard rule (``unlike_own_rule``). Rules are tuned on each load's own seed;
+    the ones tuned at the average or the peak are those of that load's run (``load_seed``),
+    applied unchanged at the others. ``tuned_at``: rules already tuned per load, filled with
+    the ones tuned here."""
     from drl_ac.study.run import at_load, load_seed
 
     fixed = comparator_loads(loads)
