@@ -40,8 +40,9 @@ COMPARATORS = ("re-tuned", "average", "peak")  # the oracle (d), then (b) and (c
 
 def default_hold(spec: NetworkSpec) -> float:
     """Time a load of a range is held: 10,000 arrivals at the reference rate (on redundancy_ps
-    1,000 time units, a daily scenario's hour). Longer than the relaxation time at 0.95 (about
-    1,600 there), so an instance sees each load settle."""
+    1,000 time units, a daily scenario's hour). About 2.6 relaxation times at load 0.9 there
+    (about 380), but shorter than one at 0.95 (about 1,600): near the limit give ``hold``
+    yourself (``--hold``) where the policy must see that load settle."""
     return 10_000.0 / spec.system.reference_rate()
 
 

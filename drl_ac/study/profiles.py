@@ -84,12 +84,22 @@ def hour_loads(profile: NetworkSpec, reference: float) -> list[float]:
 
 def day(policy: Callable, spec: NetworkSpec, seed: int, budget: str) -> dict:
     """``policy`` over whole days of ``spec`` on ``seed`` (the module's text), per instance kept
-    for pairing."""
+    for pairing. A policy that does not see the clock (trained with its phase hidden) runs on the
+    same day with its phase hidden: the same arrivals, the observation it was trained on."""
+    if getattr(policy, "encoding", None) is not None and not policy.encoding.period and spec.system.encoding().period:
+        spec = hidden_clock(spec)
     options = BUDGETS[budget]["evaluation"]
     num_envs = options["num_envs"]
     warmup = spec.period if budget != "smoke" else "auto"  # smoke: the wiring only, decides nothing
     return evaluate(policy, spec, arrivals=num_envs * max(options["min_steps"], 400), seed=seed, num_envs=num_envs,
                     warmup=warmup, per_instance=True)
+
+
+def hidden_clock(spec: NetworkSpec) -> NetworkSpec:
+    """``spec`` with its arrival profile's phase hidden from a controller (``observed: false``)."""
+    cfg = spec.to_dict()
+    cfg["arrival"] = {**cfg["arrival"], "profile": {**cfg["arrival"]["profile"], "observed": False}}
+    return NetworkSpec.from_dict(cfg)
 
 
 def over_profile(policy: Callable, base: NetworkSpec, profile: NetworkSpec, tuned_at: dict[float, dict],
@@ -137,7 +147,7 @@ def over_profile(policy: Callable, base: NetworkSpec, profile: NetworkSpec, tune
             rows[label] = {"rule": text, **day(rule, profile, seed_day, budget)}
             seen[text] = label
             progress(f"{label}: {_cell(rows[label], profile)}")
-    verdicts = {name: _verdict(rows, list(members), profile) for name, members in sets.items()}
+    verdicts = {name: day_verdict(rows, list(members), profile) for name, members in sets.items()}
     return {"scenario": profile.name, "hours": hours, "average": average, "peak": peak, "rows": json_rows(rows),
             "verdicts": verdicts, "evaluation_seed": seed_day}
 
@@ -151,16 +161,24 @@ def _cell(m: dict, spec: NetworkSpec) -> str:
     return "; ".join(f"{key} {value_cell(m, key)}" for key in (head.measure, head.constraint) if key is not None)
 
 
-def _verdict(rows: dict[str, dict], names: list[str], spec: NetworkSpec) -> dict[str, Any]:
+def _measured(m: dict, key: str) -> bool:
+    """A row with measures over the day (not an instance's backlog past the job table's bound)."""
+    return bool(m.get("arrivals")) and not m.get("overloaded") and math.isfinite(m.get(key, math.nan))
+
+
+def day_verdict(rows: dict[str, dict], names: list[str], spec: NetworkSpec) -> dict[str, Any]:
     """The learned row against the best of ``names`` that meets the constraint (``feasible``) on
     the headline: ``better`` where the paired 95% interval is entirely on the good side, ``worse``
     where entirely on the other or where the learned row is significantly above eps, else
     ``no worse``."""
     head = spec.system.headline
     sign = 1.0 if head.sense == "max" else -1.0
-    measured = [n for n in names if math.isfinite(rows[n].get(head.measure, math.nan)) and feasible(rows[n], spec)]
+    measured = [n for n in names if _measured(rows[n], head.measure) and feasible(rows[n], spec)]
     if not measured:
         return {"outcome": "no comparator", "best_rule": None, "difference": None}
+    if not _measured(rows["learned"], head.measure):  # its backlog outgrew the job table: unstable over a day
+        return {"outcome": "worse", "best_rule": measured[0], "best": rows[measured[0]][head.measure],
+                "difference": None, "why": rows["learned"].get("unstable", "no measures")}
     best = max(measured, key=lambda n: sign * rows[n][head.measure])
     d = paired_difference(rows["learned"], rows[best], head.measure)
     lo, hi = sorted(sign * x for x in d["ci"])
@@ -184,9 +202,13 @@ def table(result: dict[str, Any], spec: NetworkSpec) -> str:
             lines.append(f"| {name} | none | | | {v['outcome']} |")
             continue
         d = v["difference"]
+        if d is None:
+            lines.append(f"| {name} | {v['best_rule']} | | no interval: the learned policy {v['why']} | "
+                         f"{v['outcome']} |")
+            continue
         lines.append(f"| {name} | {v['best_rule']} | {_cell(result['rows'][v['best_rule']], spec)} | "
                      f"{d['difference']:+.4f} [{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}] | {v['outcome']} |")
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["COMPARATORS", "HourlyRule", "day", "hour_loads", "over_profile", "table"]
+__all__ = ["COMPARATORS", "HourlyRule", "day", "day_verdict", "hidden_clock", "hour_loads", "over_profile", "table"]

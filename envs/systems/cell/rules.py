@@ -37,7 +37,7 @@ import numpy as np
 from drl_ac.evaluation.metrics import Z95_ONE_SIDED
 from drl_ac.rules.tuning import Tuner, TuningResult
 from envs import NetworkSpec
-from envs.observation import ObservationEncoding
+from envs.observation import ObservationEncoding, observed_period
 from envs.systems.cell.observation import CellLayout
 
 
@@ -361,7 +361,7 @@ def tuned_rules(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num
         out["accept-all"] = _tuner(spec, **run).result(CellAcceptAll(cell_layout(spec)))
         out["PRB threshold"] = prb = tune_prb_threshold(spec, **run)
         out["per-type thresholds"] = types = tune_type_thresholds(spec, prb.rule.T, **run)
-        if spec.period is not None:
+        if observed_period(spec) is not None:  # a rule that reads the phase needs a clock it can see
             out["per-type thresholds per phase"] = tune_phase_thresholds(
                 spec, types.rule.Ts, bins, 4 * arrivals, seed, num_envs, measure, progress)
     if chain in (None, 1):

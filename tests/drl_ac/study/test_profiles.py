@@ -5,10 +5,22 @@ verdict never rests on a rule above eps."""
 import numpy as np
 import pytest
 
+from drl_ac.checkpoint import LoadedPolicy
+from drl_ac.evaluation.metrics import evaluate, undefined
+from drl_ac.learning.trainer import TrainConfig, Trainer
 from drl_ac.rules.tuning import ConstantAction
 from drl_ac.study import StudyConfig
 from drl_ac.study.loads import load_range
-from drl_ac.study.profiles import COMPARATORS, HourlyRule, hour_loads, over_profile, table
+from drl_ac.study.profiles import (
+    COMPARATORS,
+    HourlyRule,
+    day,
+    day_verdict,
+    hidden_clock,
+    hour_loads,
+    over_profile,
+    table,
+)
 from envs import Driver, NetworkSpec, SpecError, load_spec
 
 HOLD = 300.0
@@ -87,3 +99,26 @@ def test_a_day_must_be_of_the_same_system_with_a_clock():
         StudyConfig(scenario="redundancy_ps", profiles=("redundancy_ps_daily",))
     with pytest.raises(ValueError, match="not a scenario of"):
         StudyConfig(scenario="redundancy_ps", loads=(0.3, 0.9), one_policy=True, profiles=("pools_daily",))
+
+
+def test_a_policy_blind_to_the_clock_runs_the_day_with_its_phase_hidden():
+    range_spec = load_range(load_spec("mmc_c1"), [0.5, 0.95], hold=HOLD)  # what a --one-policy study trains on
+    trainer = Trainer(TrainConfig(scenario="mmc_c1", steps=1_000, num_envs=16, seed=0), spec=range_spec)
+    trainer.train()
+    policy = LoadedPolicy(trainer.policy_section())
+    assert policy.encoding.period is None
+    spec = two_hours()
+    got = day(policy, spec, seed=5, budget="smoke")  # the day's clock is observed; the policy's is not
+    hidden = hidden_clock(spec)
+    assert hidden.period == spec.period and hidden.system.encoding().period is None
+    want = evaluate(policy, hidden, arrivals=8 * 400, seed=5, num_envs=8, per_instance=True)
+    assert got["acceptance"] == want["acceptance"] and got["arrivals"] == want["arrivals"]
+
+
+def test_a_policy_whose_backlog_outgrew_the_table_over_a_day_is_worse():
+    spec = load_spec("redundancy_ps_daily")
+    rule = {"mean_delay": 3.0, "mean_delay_ci": [2.9, 3.1], "arrivals": 1000, "stationary": True}
+    rows = {"learned": undefined(8, unstable="an instance's backlog outgrew the job table"), "d = 1": rule}
+    v = day_verdict(rows, ["d = 1"], spec)
+    assert v["outcome"] == "worse" and v["difference"] is None and "backlog" in v["why"]
+    assert day_verdict({"learned": rows["learned"]}, [], spec)["outcome"] == "no comparator"
