@@ -36,6 +36,7 @@ from envs.distributions import Exponential
 
 Say = Callable[[str], None]
 COMPARATORS = ("re-tuned", "average", "peak")  # the oracle (d), then (b) and (c) of the issue
+WEIGHTS = ("time", "arrivals")  # how a load range shares its period among its loads (load_range)
 
 
 def default_hold(spec: NetworkSpec) -> float:
@@ -46,11 +47,15 @@ def default_hold(spec: NetworkSpec) -> float:
     return 10_000.0 / spec.system.reference_rate()
 
 
-def load_range(spec: NetworkSpec, loads: Sequence[float], hold: float | None = None) -> NetworkSpec:
+def load_range(spec: NetworkSpec, loads: Sequence[float], hold: float | None = None, weight: str = "time"
+               ) -> NetworkSpec:
     """``spec`` with Poisson arrivals whose rate is each of ``loads`` (fractions of the reference
-    rate, ascending) in turn for ``hold`` time units (``default_hold``), the period repeating, the
-    phase not observed by a controller; named ``name@lo-hi``. Refuses arrivals that are not
-    Poisson (a rate profile is a Poisson process: the range would change the arrival law)."""
+    rate, ascending) in turn, the period repeating, the phase not observed by a controller; named
+    ``name@lo-hi``. ``weight`` time: each load held ``hold`` time units (``default_hold``);
+    arrivals: each load held ``hold`` x (peak / load), so that every load brings the same number
+    of decisions (a light load's share of a learner's data is otherwise its share of the rate),
+    to within the 1/12 steps of the table's bins. Refuses arrivals that are not Poisson (a rate
+    profile is a Poisson process: the range would change the arrival law)."""
     from drl_ac.study.run import reference_rate
 
     loads = sorted(float(x) for x in loads)
@@ -66,9 +71,13 @@ def load_range(spec: NetworkSpec, loads: Sequence[float], hold: float | None = N
         law = "several streams" if arrival is None else arrival.get("dist")
         raise SpecError("arrival", f"{spec.name}: a load range is a Poisson rate profile, and these arrivals are "
                         f"{law}", "give one Poisson (exponential) arrival stream, or train one policy per load")
+    if weight not in WEIGHTS:
+        raise SpecError("hold_weight", f"unknown {weight!r}", f"use one of {', '.join(WEIGHTS)}")
+    bins = [1] * len(loads) if weight == "time" else [max(1, round(12 * loads[-1] / x)) for x in loads]
+    width = hold / bins[-1]  # the peak's bins make one hold
     rate = reference_rate(spec)
-    cfg["arrival"] = {"dist": "poisson", "profile": {"period": hold * len(loads), "table": [x * rate for x in loads],
-                                                     "observed": False}}
+    table = [x * rate for x, n in zip(loads, bins, strict=True) for _ in range(n)]
+    cfg["arrival"] = {"dist": "poisson", "profile": {"period": width * len(table), "table": table, "observed": False}}
     cfg["name"] = f"{spec.name.split('@')[0]}@{loads[0]:g}-{loads[-1]:g}"
     return NetworkSpec.from_dict(cfg)
 

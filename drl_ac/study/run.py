@@ -40,7 +40,7 @@ from drl_ac import study
 from drl_ac.cli import HelpFormatter, dataclass_flags, progress_printer
 from drl_ac.folder_lock import FolderLock
 from drl_ac.parallel import run_jobs
-from drl_ac.study.loads import across_loads, default_hold, load_range
+from drl_ac.study.loads import WEIGHTS, across_loads, default_hold, load_range
 from drl_ac.study.loads import table as loads_table
 from drl_ac.study.pipeline import Run
 from drl_ac.study.profiles import over_profile
@@ -139,6 +139,9 @@ class StudyConfig:
     hold: float | None = None
     """With one_policy: the time each load of the training range is held (None: 10,000 arrivals at
     the reference rate)."""
+    hold_weight: str = "time"
+    """With one_policy: time (each load held --hold) or arrivals (each held --hold x peak / load, so
+    that every load brings the learners the same number of decisions)."""
     profiles: tuple[str, ...] = ()
     """With one_policy: scenarios of the same system whose load changes by the hour (e.g.
     redundancy_ps_daily) on which the policy is also judged, over whole days, against the rules
@@ -175,6 +178,9 @@ class StudyConfig:
             if load_spec(name).system.name != load_spec(self.scenario).system.name:
                 raise ValueError(f"profiles (--profiles): {name} is not a scenario of {self.scenario}'s system. Fix: "
                                  "give a day of the same system, e.g. redundancy_ps_daily for redundancy_ps.")
+        if self.hold_weight not in WEIGHTS:
+            raise ValueError(f"hold_weight (--hold-weight): unknown {self.hold_weight!r}. Fix: use one of "
+                             f"{', '.join(WEIGHTS)}.")
         if self.hold is not None and not (math.isfinite(self.hold) and self.hold > 0):
             raise ValueError(f"hold (--hold) must be a time > 0, got {self.hold}. Fix: give the time each load is "
                              "held, or leave it out.")
@@ -410,7 +416,7 @@ def study_spec(config: StudyConfig, load: float | None) -> tuple[NetworkSpec, Ne
     ``one_policy`` its loads' range: ``loads.load_range``)."""
     base = load_spec(config.scenario, eps=config.eps) if config.eps is not None else load_spec(config.scenario)
     if load is None and config.one_policy:
-        return base, load_range(base, config.loads, config.hold)
+        return base, load_range(base, config.loads, config.hold, config.hold_weight)
     return base, base if load is None else at_load(base, load)
 
 

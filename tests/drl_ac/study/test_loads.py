@@ -49,6 +49,22 @@ def test_a_load_range_holds_each_load_in_turn_and_hides_its_phase():
     assert not again.arrival_processes()[0].profile.observed and again.system.encoding().period is None
 
 
+def test_a_range_weighted_by_arrivals_gives_every_load_the_same_decisions():
+    base = load_spec("redundancy_ps")
+    spec = load_range(base, [0.9, 0.3, 0.6], weight="arrivals")
+    profile = spec.arrival_processes()[0].profile
+    table, width = np.asarray(profile.table), profile.period / len(profile.table)
+    held = {x: (table == x * 10.0).sum() * width for x in (0.3, 0.6, 0.9)}
+    assert held[0.9] == pytest.approx(default_hold(base))  # the peak is held one hold
+    arrivals = {x: held[x] * x * 10.0 for x in held}
+    assert arrivals[0.3] == pytest.approx(arrivals[0.6]) == pytest.approx(arrivals[0.9])
+    assert spec.system.encoding().period is None
+    with pytest.raises(SpecError, match="hold_weight"):
+        load_range(base, [0.3, 0.9], weight="load")
+    with pytest.raises(ValueError, match=r"--hold-weight"):
+        StudyConfig(scenario="pools", loads=(0.5, 0.9), one_policy=True, hold_weight="load")
+
+
 def test_a_simulated_range_spends_each_hold_at_its_load():
     spec = load_range(load_spec("pools"), [0.3, 0.9], hold=200.0)
     rate = spec.system.reference_rate()
