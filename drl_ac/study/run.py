@@ -531,12 +531,15 @@ def one_policy(config: StudyConfig, policy: Any, out: Path, progress: Say) -> di
     days = [over_profile(policy, base, load_spec(p), tuned_at, config.seed, config.budget, progress)
             for p in config.profiles]
     text += "".join("\n" + day_table(d, base) for d in days)
-    hold = config.hold or default_hold(base)
+    hold = f"{config.hold or default_hold(base):g} time units" + (" at the peak" if config.hold_weight == "arrivals"
+                                                                  else "")
+    observes = "the state and its arrival-rate estimate" if policy.encoding.rate else "the state"
+    verdicts = "\n".join(f"load {r['load']:g}: {r['lines']['re-tuned']}" for r in results)
     md = out / "one_policy.md"
     md.write_text(f"# One policy for {base.name} at loads {', '.join(f'{x:g}' for x in config.loads)}\n\n"
-                  f"Trained on {trained_on.name} (each load held {hold:g} time units in turn, its phase "
-                  f"not observed); every policy in steady state on each load's own seed.\n\n{text}\n"
-                  + "\n".join(f"load {r['load']:g}: {r['lines']['re-tuned']}" for r in results) + "\n")
+                  f"Trained on {trained_on.name} (each load held {hold} in turn, its phase not observed), "
+                  f"observing {observes}; every policy in steady state on each load's own seed.\n\n{text}\n"
+                  f"{verdicts}\n")
     files = [str(write_json(out / "one_policy.json", {"loads": results, "profiles": days, "table": text})), str(md)]
     progress(f"one policy at every load:\n{text}")
     return {"table": text, "files": files}
