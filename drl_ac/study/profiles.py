@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from drl_ac.evaluation.metrics import evaluate, paired_difference
+from drl_ac.evaluation.metrics import evaluate, paired_difference, undefined
 from drl_ac.evaluation.selection import EVALUATION
 from drl_ac.rules.tuning import TuningResult
-from drl_ac.study.compare import BUDGETS, feasible, json_rows
+from drl_ac.study.compare import BUDGETS, feasible, json_rows, skips_steady_state, stability_first
 from drl_ac.study.pipeline import Run
 from drl_ac.study.report import value_cell
 from envs import NetworkSpec, SpecError
@@ -70,6 +70,13 @@ class HourlyRule:
 
     def describe(self) -> str:
         return self.label
+
+
+def unstable_at(policy: Callable, spec: NetworkSpec, seed: int, budget: str) -> str | None:
+    """Why ``policy`` is unstable at ``spec``'s load (a day's peak) where the stability test that
+    spares a steady-state run says so (``study.skips_steady_state``), else None."""
+    verdict = stability_first(policy, spec, seed, budget)
+    return verdict.describe() if skips_steady_state(verdict, spec, budget) else None
 
 
 def hour_loads(profile: NetworkSpec, reference: float) -> list[float]:
@@ -136,7 +143,20 @@ def over_profile(policy: Callable, base: NetworkSpec, profile: NetworkSpec, tune
                 sets[name][f"{family} (tuned at {x:g})"] = HourlyRule([rule], encoding, rule.describe())
     sets["the day"] = {f"{family} (tuned over the day)": r.rule for family, r in _usable(run.tune_rules()).items()}
     seed_day = run.seed + EVALUATION
-    rows = {"learned": {"rule": "learned", **day(policy, profile, seed_day, budget)}}
+    at_peak = at_load(base, peak), seed_day + 1
+
+    def row(policy: Callable, fixed: Callable | None) -> dict:
+        """A day's row, or none for a policy ``fixed`` (one that reads a fixed load's observations)
+        found unstable at the peak hour's load: its backlog over the busy hours would only grow
+        (d = 3 over a day of redundancy_ps_daily ran 10 minutes to read 344)."""
+        why = None if fixed is None else unstable_at(fixed, *at_peak, budget)
+        if why is not None:
+            return undefined(BUDGETS[budget]["evaluation"]["num_envs"], unstable=f"unstable at the peak hour's "
+                             f"load {peak:g} ({why}): not run over the day")
+        return day(policy, profile, seed_day, budget)
+
+    clock = getattr(getattr(policy, "encoding", None), "period", None)  # a policy that reads the day's clock
+    rows = {"learned": {"rule": "learned", **row(policy, None if clock else policy)}}
     seen: dict[str, str] = {}  # a rule's description -> its row, measured once
     for members in sets.values():
         for label, rule in members.items():
@@ -144,7 +164,8 @@ def over_profile(policy: Callable, base: NetworkSpec, profile: NetworkSpec, tune
             if text in seen:
                 rows[label] = rows[seen[text]]
                 continue
-            rows[label] = {"rule": text, **day(rule, profile, seed_day, budget)}
+            blind = getattr(rule, "rules", [])  # one rule all day, blind to the hour: checked at the peak
+            rows[label] = {"rule": text, **row(rule, blind[0] if len(blind) == 1 else None)}
             seen[text] = label
             progress(f"{label}: {_cell(rows[label], profile)}")
     verdicts = {name: day_verdict(rows, list(members), profile) for name, members in sets.items()}
@@ -211,4 +232,5 @@ def table(result: dict[str, Any], spec: NetworkSpec) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["COMPARATORS", "HourlyRule", "day", "day_verdict", "hidden_clock", "hour_loads", "over_profile", "table"]
+__all__ = ["COMPARATORS", "HourlyRule", "day", "day_verdict", "hidden_clock", "hour_loads", "over_profile", "table",
+           "unstable_at"]

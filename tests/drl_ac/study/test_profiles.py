@@ -9,7 +9,7 @@ from drl_ac.checkpoint import LoadedPolicy
 from drl_ac.evaluation.metrics import evaluate, undefined
 from drl_ac.learning.trainer import TrainConfig, Trainer
 from drl_ac.rules.tuning import ConstantAction
-from drl_ac.study import StudyConfig
+from drl_ac.study import StudyConfig, at_load
 from drl_ac.study.loads import load_range
 from drl_ac.study.profiles import (
     COMPARATORS,
@@ -20,6 +20,7 @@ from drl_ac.study.profiles import (
     hour_loads,
     over_profile,
     table,
+    unstable_at,
 )
 from envs import Driver, NetworkSpec, SpecError, load_spec
 
@@ -122,3 +123,10 @@ def test_a_policy_whose_backlog_outgrew_the_table_over_a_day_is_worse():
     v = day_verdict(rows, ["d = 1"], spec)
     assert v["outcome"] == "worse" and v["difference"] is None and "backlog" in v["why"]
     assert day_verdict({"learned": rows["learned"]}, [], spec)["outcome"] == "no comparator"
+
+
+def test_a_rule_unstable_at_the_peak_is_not_run_over_the_day():
+    peak = at_load(load_spec("redundancy_ps"), 0.95)  # 9.5 arrivals per unit time: lambda*(4) is 6.2
+    assert "unstable" in unstable_at(ConstantAction(3), peak, seed=3, budget="quick")
+    assert unstable_at(ConstantAction(0), at_load(load_spec("redundancy_ps"), 0.5), seed=3, budget="quick") is None
+    assert unstable_at(ConstantAction(3), peak, seed=3, budget="smoke") is None  # smoke decides nothing
