@@ -30,7 +30,7 @@ import numpy as np
 from drl_ac.evaluation.selection import EVALUATION, visited_states
 from drl_ac.study.compare import json_rows, judge, measure, measure_rules, table_cell
 from drl_ac.study.pipeline import Run
-from drl_ac.study.report import value_cell
+from drl_ac.study.report import measures_cell
 from envs import NetworkSpec, SpecError
 from envs.distributions import Exponential
 
@@ -148,14 +148,6 @@ def unlike_own_rule(policy: Callable, spec: NetworkSpec, seed: int) -> dict | No
     return {"share": share, "states": int(states.shape[0])}
 
 
-def _measures(m: dict, spec: NetworkSpec) -> str:
-    """A row's headline (and constraint) with 95% intervals, or why it has none."""
-    head = spec.system.headline
-    if "arrivals" not in m or ("unstable" in m and not m["arrivals"]):
-        return "unstable"
-    return "; ".join(f"{key} {value_cell(m, key)}" for key in (head.measure, head.constraint) if key is not None)
-
-
 def _versus(v: dict) -> str:
     if v["difference"] is None:
         return v["outcome"]
@@ -175,7 +167,7 @@ def table(results: list[dict[str, Any]], spec: NetworkSpec) -> str:
                                                              for c in COMPARATORS) + " | unlike its guard rule |",
              "|---|---|" + "---|---|" * len(COMPARATORS) + "---|"]
     for r in results:
-        cells = [f"{r['load']:g}", _measures(r["rows"]["learned"], spec)]
+        cells = [f"{r['load']:g}", measures_cell(r["rows"]["learned"], spec)]
         for c in COMPARATORS:
             v = r["verdicts"][c]
             cells += ["none feasible and stable" if v["best_rule"] is None else

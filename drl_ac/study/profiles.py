@@ -31,7 +31,7 @@ from drl_ac.evaluation.selection import EVALUATION
 from drl_ac.rules.tuning import TuningResult
 from drl_ac.study.compare import BUDGETS, feasible, json_rows, skips_steady_state, stability_first
 from drl_ac.study.pipeline import Run
-from drl_ac.study.report import value_cell
+from drl_ac.study.report import measures_cell
 from envs import NetworkSpec, SpecError
 from envs.observation import ObservationEncoding
 
@@ -167,7 +167,7 @@ def over_profile(policy: Callable, base: NetworkSpec, profile: NetworkSpec, tune
             blind = getattr(rule, "rules", [])  # one rule all day, blind to the hour: checked at the peak
             rows[label] = {"rule": text, **row(rule, blind[0] if len(blind) == 1 else None)}
             seen[text] = label
-            progress(f"{label}: {_cell(rows[label], profile)}")
+            progress(f"{label}: {measures_cell(rows[label], profile)}")
     verdicts = {name: day_verdict(rows, list(members), profile) for name, members in sets.items()}
     return {"scenario": profile.name, "hours": hours, "average": average, "peak": peak, "rows": json_rows(rows),
             "verdicts": verdicts, "evaluation_seed": seed_day}
@@ -175,11 +175,6 @@ def over_profile(policy: Callable, base: NetworkSpec, profile: NetworkSpec, tune
 
 def _usable(tuned: dict[str, TuningResult]) -> dict[str, TuningResult]:
     return {f: r for f, r in tuned.items() if "arrivals" in r.metrics}
-
-
-def _cell(m: dict, spec: NetworkSpec) -> str:
-    head = spec.system.headline
-    return "; ".join(f"{key} {value_cell(m, key)}" for key in (head.measure, head.constraint) if key is not None)
 
 
 def _measured(m: dict, key: str) -> bool:
@@ -212,7 +207,7 @@ def day_verdict(rows: dict[str, dict], names: list[str], spec: NetworkSpec) -> d
 def table(result: dict[str, Any], spec: NetworkSpec) -> str:
     """One line per comparator: its best rule over the day and the learned policy against it."""
     head = spec.system.headline
-    learned = _cell(result["rows"]["learned"], spec)
+    learned = measures_cell(result["rows"]["learned"], spec)
     lines = [f"Over days of {result['scenario']} (hours at loads {min(result['hours']):g} to {result['peak']:g}, "
              f"average {result['average']:g}): learned {learned}.", "",
              f"| comparator | best rule | its {head.measure} | learned - it [95% CI, paired] | verdict |",
@@ -227,7 +222,7 @@ def table(result: dict[str, Any], spec: NetworkSpec) -> str:
             lines.append(f"| {name} | {v['best_rule']} | | no interval: the learned policy {v['why']} | "
                          f"{v['outcome']} |")
             continue
-        lines.append(f"| {name} | {v['best_rule']} | {_cell(result['rows'][v['best_rule']], spec)} | "
+        lines.append(f"| {name} | {v['best_rule']} | {measures_cell(result['rows'][v['best_rule']], spec)} | "
                      f"{d['difference']:+.4f} [{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}] | {v['outcome']} |")
     return "\n".join(lines) + "\n"
 

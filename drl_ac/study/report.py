@@ -31,6 +31,14 @@ def value_cell(m: dict, key: str | None) -> str:
     return f"{m[key]:.4f} [{lo:.4f}, {hi:.4f}]"
 
 
+def measures_cell(m: dict, spec: NetworkSpec) -> str:
+    """A row's headline (and constraint) with 95% intervals, or why it has none."""
+    head = spec.system.headline
+    if "arrivals" not in m or ("unstable" in m and not m["arrivals"]):
+        return "unstable"
+    return "; ".join(f"{key} {value_cell(m, key)}" for key in (head.measure, head.constraint) if key is not None)
+
+
 def _stability(m: dict) -> str:
     s = m.get("stability")
     if s is None:
