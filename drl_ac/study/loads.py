@@ -12,6 +12,9 @@ system, so they are in all three.
   profile whose phase the controller does not see: ``RateProfile.observed``), on which one
   policy is trained; training instances start spread over the period
   (``drl_ac.evaluation.metrics.phase_offsets``), so each learns at a load drawn from the range.
+* ``choose_across_loads``: the learned candidate (snapshot x guard) whose worst ratio to the
+  best rule re-tuned at each load is smallest, so that no load of the range is given up for the
+  others (a mean over the range weighs a light load by its small share of the jobs).
 * ``across_loads``: the policy at each load in steady state, on that load's seeds
   (``drl_ac.study.run.load_seed``), against the three comparators, with paired verdicts,
   the constants each comparator used, and the share of decisions unlike the policy's own guard
@@ -27,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from drl_ac.evaluation.selection import EVALUATION, visited_states
-from drl_ac.study.compare import json_rows, judge, measure, measure_rules, table_cell
+from drl_ac.evaluation.selection import EVALUATION, Candidate, visited_states
+from drl_ac.rules.tuning import TuningResult
+from drl_ac.study.compare import feasible, json_rows, judge, measure, measure_rules, table_cell
 from drl_ac.study.pipeline import Run
 from drl_ac.study.report import measures_cell
 from envs import NetworkSpec, SpecError
@@ -88,6 +92,80 @@ def comparator_loads(loads: Sequence[float]) -> dict[str, float | None]:
     return {"re-tuned": None, "average": sum(loads) / len(loads), "peak": max(loads)}
 
 
+def tune_at(base: NetworkSpec, loads: Sequence[float], seed: int, budget: str, progress: Say,
+            tuned_at: dict[float, dict] | None = None) -> dict[float, dict[str, TuningResult]]:
+    """Every rule family tuned at each of ``loads`` on that load's own seed (``load_seed``),
+    the loads already in ``tuned_at`` kept: the rules a one-policy study tunes once and judges
+    with throughout (its choice, ``across_loads``, ``profiles.over_profile``)."""
+    from drl_ac.study.run import at_load, load_seed
+
+    tuned_at = {} if tuned_at is None else tuned_at
+    for x in sorted(set(loads) - set(tuned_at)):
+        tuned_at[x] = Run(at_load(base, x), load_seed(seed, x), budget, progress).tune_rules()
+    return tuned_at
+
+
+def bar(tuned: dict[str, TuningResult], spec: NetworkSpec) -> TuningResult | None:
+    """The best rule of ``tuned`` on its tuning seed among those measured there, stable and
+    meeting the constraint: the one a load's re-tuned comparator is expected to pick."""
+    head = spec.system.headline
+    sign = 1.0 if head.sense == "max" else -1.0
+    ok = [r for r in tuned.values() if "arrivals" in r.metrics and "unstable" not in r.metrics
+          and math.isfinite(r.metrics[head.measure]) and feasible(r.metrics, spec)]
+    return max(ok, key=lambda r: sign * r.metrics[head.measure]) if ok else None
+
+
+def worse_ratio(value: float, reference: float, sense: str) -> float:
+    """How many times worse ``value`` is than ``reference`` (1: as good; below 1: better); a
+    headline maximised (acceptance) reads reference / value. Infinite where undefined."""
+    a, b = (value, reference) if sense == "min" else (reference, value)
+    return a / b if math.isfinite(a) and math.isfinite(b) and b > 0 and a >= 0 else math.inf
+
+
+def choose_across_loads(cands: Sequence[Candidate], base: NetworkSpec, loads: Sequence[float], seed: int,
+                        budget: str, say: Say, tuned_at: dict[float, dict]) -> tuple[Candidate, list[dict]]:
+    """The candidate with the smallest worst ratio (``worse_ratio``) over ``loads`` to each
+    load's ``bar`` rule, both in steady state on that load's validation seed (common random
+    numbers), among those stationary, meeting the constraint and not ``unstable`` at every load
+    (checked from the peak down: a candidate is dropped at its first failure); every
+    candidate's scores. When none qualifies, the one usable at the most loads, then by its
+    worst ratio, marked ``"fallback"``. ``tuned_at``: rules per load (``tune_at``), filled here."""
+    from drl_ac.study.run import at_load, load_seed
+
+    head = base.system.headline
+    tune_at(base, loads, seed, budget, say, tuned_at)
+    runs = {x: Run(at_load(base, x), load_seed(seed, x), budget, say) for x in sorted(loads, reverse=True)}
+    bars = {}
+    for x, run in runs.items():
+        best = bar(tuned_at[x], run.spec)
+        bars[x] = math.nan if best is None else measure(best.rule, run.spec, run.validation_seed, budget)[head.measure]
+        say(f"load {x:g}: the bar is {'none' if best is None else best.rule.describe()}: {bars[x]:.4f}")
+    scored = []
+    for c in cands:
+        policy, at, ok = c.policy(), {}, True
+        for x, run in runs.items():
+            m = measure(policy, run.spec, run.validation_seed, budget)
+            ratio = worse_ratio(m[head.measure], bars[x], head.sense) if math.isfinite(bars[x]) else 1.0
+            ok = bool(m["stationary"]) and feasible(m, run.spec) and m["stability"]["verdict"] != "unstable"
+            at[f"{x:g}"] = {head.measure: m[head.measure], "stationary": bool(m["stationary"]),
+                            "feasible": feasible(m, run.spec), "stability": m["stability"]["verdict"],
+                            "ratio": ratio}
+            if not ok:
+                break
+        worst = max(a["ratio"] for a in at.values())
+        scored.append({"label": c.label, "loads": at, "worst_ratio": worst, "usable": ok})
+        say(f"validation: {c.label}: worst ratio to the bar {worst:.4f}"
+            + ", ".join(f" {x}: {a[head.measure]:.4f}" for x, a in at.items()) + ("" if ok else ", NOT usable"))
+    chosen = min(range(len(scored)), key=lambda i: (not scored[i]["usable"], -len(scored[i]["loads"]),
+                                                    scored[i]["worst_ratio"]))
+    if not scored[chosen]["usable"]:
+        scored[chosen]["fallback"] = ("no candidate was stationary, met the constraint and was not unstable at "
+                                      "every load: the one usable at the most loads, then by its worst ratio")
+    scored[chosen]["chosen"] = True
+    say(f"chose {cands[chosen].label}")
+    return cands[chosen], scored
+
+
 def across_loads(policy: Callable, base: NetworkSpec, loads: Sequence[float], seed: int = 0, budget: str = "quick",
                  progress: Say = lambda s: None, tuned_at: dict[float, dict] | None = None) -> list[dict[str, Any]]:
     """``policy`` at each of ``loads`` of ``base`` (``at_load``) against every rule re-tuned
@@ -101,9 +179,7 @@ def across_loads(policy: Callable, base: NetworkSpec, loads: Sequence[float], se
     from drl_ac.study.run import at_load, load_seed
 
     fixed = comparator_loads(loads)
-    tuned_at = {} if tuned_at is None else tuned_at
-    for x in sorted({*loads, fixed["average"], fixed["peak"]} - set(tuned_at)):
-        tuned_at[x] = Run(at_load(base, x), load_seed(seed, x), budget, progress).tune_rules()
+    tuned_at = tune_at(base, [*loads, fixed["average"], fixed["peak"]], seed, budget, progress, tuned_at)
     out = []
     for load in loads:
         run = Run(at_load(base, load), load_seed(seed, load), budget, progress)
@@ -178,4 +254,5 @@ def table(results: list[dict[str, Any]], spec: NetworkSpec) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["COMPARATORS", "across_loads", "comparator_loads", "default_hold", "load_range", "table"]
+__all__ = ["COMPARATORS", "across_loads", "bar", "choose_across_loads", "comparator_loads", "default_hold",
+           "load_range", "table", "tune_at", "worse_ratio"]

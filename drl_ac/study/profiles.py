@@ -30,6 +30,7 @@ from drl_ac.evaluation.metrics import evaluate, paired_difference, undefined
 from drl_ac.evaluation.selection import EVALUATION
 from drl_ac.rules.tuning import TuningResult
 from drl_ac.study.compare import BUDGETS, feasible, json_rows, skips_steady_state, stability_first
+from drl_ac.study.loads import tune_at
 from drl_ac.study.pipeline import Run
 from drl_ac.study.report import measures_cell
 from envs import NetworkSpec, SpecError
@@ -116,15 +117,14 @@ def over_profile(policy: Callable, base: NetworkSpec, profile: NetworkSpec, tune
     ``base`` (``at_load`` on ``load_seed``; the missing hours' loads are tuned here and added).
     Returns the rows, a verdict per comparator (``better``, ``no worse`` or ``worse`` on the
     paired 95% interval against its best row) and the loads of the hours."""
-    from drl_ac.study.run import at_load, load_seed, reference_rate
+    from drl_ac.study.run import at_load, reference_rate
 
     if profile.system.name != base.system.name or not profile.system.encoding().period:
         raise SpecError("profiles", f"{profile.name} is not a day of {base.name}'s system with an observed clock",
                         f"give a scenario of the {base.system.name} system whose arrival profile is observed")
     hours = hour_loads(profile, reference_rate(base))
     average, peak = round(sum(hours) / len(hours), 4), max(hours)
-    for x in sorted({*hours, average, peak} - set(tuned_at)):
-        tuned_at[x] = Run(at_load(base, x), load_seed(seed, x), budget, progress).tune_rules()
+    tune_at(base, [*hours, average, peak], seed, budget, progress, tuned_at)
     run = Run(profile, seed, budget, progress)
     progress(f"{profile.name}: hours at loads {', '.join(f'{x:g}' for x in hours)}")
     sets: dict[str, dict[str, Callable]] = {name: {} for name in COMPARATORS}

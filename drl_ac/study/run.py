@@ -40,7 +40,7 @@ from drl_ac import study
 from drl_ac.cli import HelpFormatter, dataclass_flags, progress_printer
 from drl_ac.folder_lock import FolderLock
 from drl_ac.parallel import run_jobs
-from drl_ac.study.loads import WEIGHTS, across_loads, default_hold, load_range
+from drl_ac.study.loads import WEIGHTS, across_loads, choose_across_loads, default_hold, load_range
 from drl_ac.study.loads import table as loads_table
 from drl_ac.study.pipeline import Run
 from drl_ac.study.profiles import over_profile
@@ -442,7 +442,9 @@ def study_load(job: dict[str, Any], say: Say | None = None) -> dict[str, Any]:
         run = Run(spec, load_seed(config.seed, load), config.budget, say)
         tuned = run.tune_rules()
         cands, learners = candidates(config, run, tuned)
-        chosen, scored = choose(cands, spec, run.seed, config.budget, say)
+        tuned_at: dict[float, dict] = {}  # a one-policy study's rules per load, tuned once
+        chosen, scored = (choose_across_loads(cands, base, config.loads, config.seed, config.budget, say, tuned_at)
+                          if config.one_policy else choose(cands, spec, run.seed, config.budget, say))
         policy = chosen.policy()
         rows, verdict = run.compare(policy, tuned)
         unlike = run.unlike_rule(policy, tuned)
@@ -461,6 +463,7 @@ def study_load(job: dict[str, Any], say: Say | None = None) -> dict[str, Any]:
             "headline_label": head.label, "constraint": head.constraint, "eps": spec.eps, "section": section,
             "rows": plain, "verdict": verdict.to_dict(), "verdict_line": verdict.line(), "stability": stability,
             "validation": scored, "chosen": chosen.label, "learners": learners, "unlike_rule": unlike,
+            "tuned_at": tuned_at,
             "report": report(spec, plain, verdict, chosen.label, load, unlike), "seconds": time.perf_counter() - t0}
 
 
@@ -499,7 +502,7 @@ def _run_study(config: StudyConfig, progress: Say, out: Path) -> dict[str, Any]:
     for r in run_jobs(fn, jobs, 1 if local else workers, config.ray):
         folder = config.load_folder(r["load"])
         files = [str(p) for p in save_policy_folder(LoadedPolicy(r["section"]), folder)]
-        comparison = {**head, **{k: v for k, v in r.items() if k not in ("section", "report")}}
+        comparison = {**head, **{k: v for k, v in r.items() if k not in ("section", "report", "tuned_at")}}
         files.append(str(write_json(folder / "comparison.json", comparison)))
         (folder / "report.md").write_text(r["report"])
         files.append(str(folder / "report.md"))
@@ -513,19 +516,22 @@ def _run_study(config: StudyConfig, progress: Say, out: Path) -> dict[str, Any]:
         progress(f"wrote {folder}: {r['verdict_line']}")
     run = {**head, "loads": summaries, "seconds": time.perf_counter() - t0}
     if config.one_policy:
-        run["one_policy"] = one_policy(config, LoadedPolicy(results[0]["section"]), out, progress)
+        run["one_policy"] = one_policy(config, LoadedPolicy(results[0]["section"]), out, progress,
+                                       results[0]["tuned_at"])
     result = write_summary(out, results[0]["base"], run)
     progress(f"wrote {', '.join(result['files'])}")
     return result
 
 
-def one_policy(config: StudyConfig, policy: Any, out: Path, progress: Say) -> dict[str, Any]:
+def one_policy(config: StudyConfig, policy: Any, out: Path, progress: Say,
+               tuned_at: dict[float, dict] | None = None) -> dict[str, Any]:
     """The one policy of a ``one_policy`` study at each of its loads (``loads.across_loads``),
-    written to OUT/one_policy.json and one_policy.md; returns the table and the files."""
+    written to OUT/one_policy.json and one_policy.md; returns the table and the files.
+    ``tuned_at``: the rules its choice tuned per load (``loads.tune_at``), used again here."""
     from drl_ac.checkpoint import write_json
 
     base, trained_on = study_spec(config, None)
-    tuned_at: dict[float, dict] = {}
+    tuned_at = {} if tuned_at is None else tuned_at
     results = across_loads(policy, base, config.loads, config.seed, config.budget, progress, tuned_at)
     text = loads_table(results, base)
     days = [over_profile(policy, base, load_spec(p), tuned_at, config.seed, config.budget, progress)

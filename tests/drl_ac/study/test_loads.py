@@ -17,16 +17,19 @@ from drl_ac.evaluation.metrics import phase_offsets
 from drl_ac.evaluation.selection import EVALUATION, visited_states
 from drl_ac.learning.qnet import RuleDefault
 from drl_ac.learning.trainer import TrainConfig, Trainer
-from drl_ac.rules.tuning import ConstantAction
+from drl_ac.rules.tuning import ConstantAction, TuningResult
 from drl_ac.study import StudyConfig, at_load, run
+from drl_ac.study import loads as loads_module
 from drl_ac.study.compare import reading
 from drl_ac.study.loads import (
     across_loads,
+    choose_across_loads,
     comparator_loads,
     default_hold,
     load_range,
     table,
     unlike_own_rule,
+    worse_ratio,
 )
 from envs import Driver, NetworkSpec, SpecError, load_spec
 from envs.systems.pools.rules import SignalledPool
@@ -124,6 +127,55 @@ def test_the_oracle_is_re_tuned_at_each_load_and_the_fixed_comparators_are_not()
         assert set(r["verdicts"]) == {"re-tuned", "average", "peak"}
     text = table(results, base)
     assert text.count("\n| 0.5 |") == 1 and "tuned at the peak 0.95 (c)" in text
+
+
+def test_worse_ratio_reads_how_many_times_worse_on_either_sense():
+    assert worse_ratio(3.0, 2.0, "min") == 1.5 and worse_ratio(1.0, 2.0, "min") == 0.5
+    assert worse_ratio(0.8, 0.9, "max") == pytest.approx(1.125)  # acceptance 0.8 against 0.9
+    assert worse_ratio(math.nan, 1.0, "min") == math.inf and worse_ratio(0.0, 0.9, "max") == math.inf
+
+
+def test_the_choice_across_loads_takes_the_smallest_worst_ratio_not_the_best_pooled_mean(monkeypatch):
+    """Scripted measures (mean response) at loads 0.3 and 0.9 against bars 1.0 and 1.6. A is
+    12.5% above the bar at its worst load, B 30%: the worst ratio takes A, though B's mean over
+    the range, the load 0.9 weighing 3/4 of the jobs, is lower (1.5625 against 1.6). C is best
+    at both loads but unstable at 0.9 (the peak, checked first): dropped, never run at 0.3."""
+    base = load_spec("redundancy_ps")
+    rate = {x: at_load(base, x).arrival_rate for x in (0.3, 0.9)}
+    script = {"bar": {0.3: 1.0, 0.9: 1.6}, "A": {0.3: 1.0, 0.9: 1.8}, "B": {0.3: 1.3, 0.9: 1.65},
+              "C": {0.3: 0.9, 0.9: 1.5}}
+    calls = []
+
+    class Scripted:
+        def __init__(self, label):
+            self.label = label
+
+        def __call__(self, obs):
+            raise AssertionError("measured by script only")
+
+        def describe(self):
+            return self.label
+
+        def policy(self):
+            return self
+
+    def measure(policy, spec, seed, budget):
+        load = next(x for x, r in rate.items() if math.isclose(r, spec.arrival_rate))
+        calls.append((policy.label, load))
+        verdict = "unstable" if (policy.label, load) == ("C", 0.9) else "stable"
+        return {"mean_delay": script[policy.label][load], "stationary": True, "stability": {"verdict": verdict}}
+
+    monkeypatch.setattr(loads_module, "measure", measure)
+    tuned = {x: {"own": TuningResult(Scripted("bar"), {"arrivals": 1, "mean_delay": script["bar"][x]}),
+                 "worse": TuningResult(Scripted("worse"), {"arrivals": 1, "mean_delay": 9.0})} for x in rate}
+    cands = [Scripted(n) for n in "ABC"]
+    chosen, scored = choose_across_loads(cands, base, [0.3, 0.9], 0, "smoke", lambda s: None, tuned)
+    assert chosen.label == "A"
+    by = {s["label"]: s for s in scored}
+    assert by["A"]["worst_ratio"] == pytest.approx(1.125) and by["B"]["worst_ratio"] == pytest.approx(1.3)
+    assert by["A"]["chosen"] and by["A"]["usable"] and not by["C"]["usable"]
+    assert ("C", 0.3) not in calls and ("C", 0.9) in calls and ("worse", 0.9) not in calls  # one bar per load
+    assert 0.25 * 1.3 + 0.75 * 1.65 < 0.25 * 1.0 + 0.75 * 1.8  # what a pooled mean would have chosen: B
 
 
 def test_unlike_own_rule_is_zero_for_the_guard_rule_itself():
