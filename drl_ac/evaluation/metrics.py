@@ -269,6 +269,23 @@ def _evaluate(policy: Policy, spec: NetworkSpec, arrivals: int, seed: int, num_e
         out["objective"], out["objective_ci"] = math.nan, [math.nan, math.nan]  # unscored rejections
     if own is not None:
         out.update(own.summary(done, num_envs, spec, period, bins, occupancy, ordered=period is not None))
+    elif period is not None and bins:
+        out.update(by_phase(done, num_envs, period, bins))
+    return out
+
+
+def by_phase(done: Outcomes, num_envs: int, period: float, bins: int) -> dict:
+    """Each measure of ``RATIOS`` per phase bin of the period, jobs binned by their arrival time
+    (``NAME_by_phase``, ``NAME_by_phase_ci``, ``NAME_by_phase_se``: lists, one entry per bin; the
+    decisions per bin ``rows_by_phase``; ``phase_bins``): where in a day a policy gains or loses.
+    Intervals over the instances, ordered by their phase (``ratio_estimate``)."""
+    done = done.decisions()
+    j = ((done.arrival_time % period) * (bins / period)).astype(np.int64).clip(0, bins - 1)
+    parts = [instance_sums(done.select(j == b), num_envs) for b in range(bins)]
+    out: dict = {"phase_bins": bins, "rows_by_phase": [int(p["rows"].sum()) for p in parts]}
+    for name, (num, den) in RATIOS.items():
+        add_estimates(out, f"{name}_by_phase", [p[num] for p in parts], [p[den] for p in parts], se=True,
+                      ordered=True)
     return out
 
 

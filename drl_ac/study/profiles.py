@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,7 @@ from drl_ac.rules.tuning import TuningResult
 from drl_ac.study.compare import BUDGETS, feasible, json_rows, skips_steady_state, stability_first
 from drl_ac.study.loads import tune_at
 from drl_ac.study.pipeline import Run
-from drl_ac.study.report import measures_cell
+from drl_ac.study.report import measures_cell, phase_plot
 from envs import NetworkSpec, SpecError
 from envs.observation import ObservationEncoding
 
@@ -173,6 +174,19 @@ def over_profile(policy: Callable, base: NetworkSpec, profile: NetworkSpec, tune
             "verdicts": verdicts, "evaluation_seed": seed_day}
 
 
+def day_plot(result: dict[str, Any], spec: NetworkSpec, path: Path) -> Path:
+    """The measure through the day (``report.phase_plot``) of the policy, the best rule switched
+    by the hour (the bar) and the best rule of each comparator that does not know the hour
+    (``over_profile``'s verdicts): where in the day the policy gains or loses."""
+    rows = result["rows"]
+    shown = {"learned": rows["learned"]}
+    for name in COMPARATORS:
+        best = result["verdicts"][name]["best_rule"]
+        if best is not None and f"{spec.system.headline.measure}_by_phase" in rows[best]:
+            shown.setdefault(best if name != "per hour" else f"{best} (the bar)", rows[best])
+    return phase_plot(shown, spec, path)
+
+
 def _usable(tuned: dict[str, TuningResult]) -> dict[str, TuningResult]:
     return {f: r for f, r in tuned.items() if "arrivals" in r.metrics}
 
@@ -227,5 +241,5 @@ def table(result: dict[str, Any], spec: NetworkSpec) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["COMPARATORS", "HourlyRule", "day", "day_verdict", "hidden_clock", "hour_loads", "over_profile", "table",
+__all__ = ["COMPARATORS", "HourlyRule", "day", "day_plot", "day_verdict", "hidden_clock", "hour_loads", "over_profile", "table",
            "unstable_at"]

@@ -43,7 +43,7 @@ from drl_ac.parallel import run_jobs
 from drl_ac.study.loads import WEIGHTS, across_loads, choose_across_loads, default_hold, load_range
 from drl_ac.study.loads import table as loads_table
 from drl_ac.study.pipeline import Run
-from drl_ac.study.profiles import over_profile
+from drl_ac.study.profiles import day_plot, over_profile
 from drl_ac.study.profiles import table as day_table
 from drl_ac.study.report import commit, phase_plot, report, write_summary
 from envs import NetworkSpec, SpecError, load_spec
@@ -547,6 +547,8 @@ def one_policy(config: StudyConfig, policy: Any, out: Path, progress: Say,
                   f"observing {observes}; every policy in steady state on each load's own seed.\n\n{text}\n"
                   f"{verdicts}\n")
     files = [str(write_json(out / "one_policy.json", {"loads": results, "profiles": days, "table": text})), str(md)]
+    files += [str(day_plot(d, load_spec(p), out / f"{Path(p).stem}.png")) for d, p in zip(days, config.profiles,
+                                                                                          strict=True)]
     progress(f"one policy at every load:\n{text}")
     return {"table": text, "files": files}
 

@@ -105,3 +105,24 @@ def test_an_evaluation_without_probes_has_the_same_acceptance_and_violation_and_
     for key in ("acceptance", "violation", "mean_delay", "warmup_steps"):
         assert probed[key] == unprobed[key], key
     assert 0 < probed["objective"] < 1 and math.isnan(unprobed["objective"])
+
+
+def test_by_phase_bins_jobs_by_arrival_time_and_the_bins_add_up_to_the_whole():
+    """A day of two hours of one M/M/1 queue, at loads 0.5 then 0.95 (Poisson, each hour 300):
+    the first 12 of 24 phase bins hold the quiet hour's arrivals, the last 12 the busy hour's, in
+    the ratio of the rates (0.95 / 0.5) within 4 standard errors of a Poisson count; the mean
+    response of the whole is the bins' mean weighted by their jobs, to rounding; and the busy
+    hour's jobs wait longer."""
+    from drl_ac.study.loads import load_range
+    from envs import load_spec
+
+    spec = load_range(load_spec("mmc_c1"), [0.5, 0.95], hold=300.0)
+    m = evaluate(ConstantAction(1, "always accept"), spec, arrivals=30_000, seed=3, num_envs=32, bins=24)
+    rows = np.array(m["rows_by_phase"], float)
+    assert m["phase_bins"] == 24 and rows.sum() == m["arrivals"]
+    quiet, busy = rows[:12].sum(), rows[12:].sum()
+    assert abs(math.log(busy / quiet) - math.log(0.95 / 0.5)) < 4 * math.sqrt(1 / busy + 1 / quiet)
+    delays = np.array(m["mean_delay_by_phase"])
+    assert np.average(delays, weights=rows) == pytest.approx(m["mean_delay"], rel=1e-9)
+    assert delays[12:].mean() > 2 * delays[:12].mean()
+    assert all(lo <= d <= hi for d, (lo, hi) in zip(delays, m["mean_delay_by_phase_ci"], strict=True))

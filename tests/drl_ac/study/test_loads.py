@@ -11,6 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
+import yaml
 
 from drl_ac.checkpoint import LoadedPolicy, load_file
 from drl_ac.evaluation.metrics import phase_offsets
@@ -190,10 +191,13 @@ def test_unlike_own_rule_is_zero_for_the_guard_rule_itself():
 
 
 def test_a_one_policy_study_writes_one_policy_and_one_table(tmp_path):
-    out = tmp_path / "one"
+    out, day = tmp_path / "one", tmp_path / "mmc_day.yaml"
+    cfg = load_range(load_spec("mmc_c1"), [0.5, 0.95], hold=300.0).to_dict()
+    cfg["arrival"]["profile"]["observed"] = True  # a day of two hours whose clock a controller sees
+    day.write_text(yaml.safe_dump({**cfg, "name": "mmc_day"}))
     result = run.main(["--scenario", "mmc_c1", "--loads", "0.5", "0.95", "--one-policy", "--budget", "smoke",
                        "--steps", "2000", "--num-envs", "16", "--snapshots", "1", "--workers", "1", "--quiet",
-                       "--out", str(out)])
+                       "--out", str(out), "--profiles", str(day)])
     section = load_file(out / "policy.pt")
     assert section["scenario"]["name"] == "mmc_c1@0.5-0.95"  # trained on the range
     assert LoadedPolicy(section).encoding.period is None
@@ -202,6 +206,9 @@ def test_a_one_policy_study_writes_one_policy_and_one_table(tmp_path):
     assert result["one_policy"]["table"] == saved["table"]
     md = (out / "one_policy.md").read_text()
     assert "| 0.5 |" in md and "| 0.95 |" in md and "phase not observed" in md
+    assert [d["scenario"] for d in saved["profiles"]] == ["mmc_day"] and "| per hour |" in md  # the day's table
+    assert (out / "mmc_day.png").read_bytes()[:4] == b"\x89PNG"  # the acceptance through the day
+    assert section["selection"]["scores"][0]["loads"].keys() == {"0.5", "0.95"}  # chosen by each load's ratio
 
 
 def test_the_rate_estimate_follows_the_load_of_each_hold():
