@@ -40,12 +40,10 @@ from drl_ac import study
 from drl_ac.cli import HelpFormatter, dataclass_flags, progress_printer
 from drl_ac.folder_lock import FolderLock
 from drl_ac.parallel import run_jobs
-from drl_ac.study.loads import WEIGHTS, across_loads, choose_across_loads, default_hold, load_range
-from drl_ac.study.loads import table as loads_table
+from drl_ac.study.loads import WEIGHTS, choose_across_loads, load_range
 from drl_ac.study.pipeline import Run
-from drl_ac.study.profiles import day_plot, over_profile
-from drl_ac.study.profiles import table as day_table
 from drl_ac.study.report import commit, phase_plot, report, write_summary
+from drl_ac.study.single_policy import judge
 from envs import NetworkSpec, SpecError, load_spec
 from envs.compiled import check_engine, use_engine
 
@@ -147,6 +145,9 @@ class StudyConfig:
     redundancy_ps_daily) on which the policy is also judged, over whole days, against the rules
     re-tuned for each hour's load and switched by the hour, and the rules that do not know the hour
     (drl_ac.study.profiles)."""
+    policy: Path | None = None
+    """With one_policy: judge this saved policy (a policy.pt, e.g. a shipped one) at the loads and
+    profiles instead of training one; the rules are tuned as for a trained one."""
     engine: str = "compiled"
     """The event loop: compiled (Numba, where the system has one, else NumPy) or numpy (the
     reference); both give the same trajectory for a seed (envs.compiled)."""
@@ -170,6 +171,10 @@ class StudyConfig:
         if self.one_policy and (self.loads is None or len(self.loads) < 2):
             raise ValueError("one_policy (--one-policy) trains one policy over a range of loads and needs at least two. "
                              "Fix: give e.g. --loads 0.3 0.6 0.9.")
+        self.policy = Path(self.policy) if self.policy is not None else None
+        if self.policy is not None and not self.one_policy:
+            raise ValueError("policy (--policy) is judged by a --one-policy study. Fix: add --one-policy and the "
+                             "loads, or leave --policy out.")
         self.profiles = tuple(self.profiles)
         if self.profiles and not self.one_policy:
             raise ValueError("profiles (--profiles) judge the policy of a --one-policy study over days. Fix: add "
@@ -483,9 +488,13 @@ def run_study(config: StudyConfig, progress: Say = lambda s: None) -> dict[str, 
 
 
 def _run_study(config: StudyConfig, progress: Say, out: Path) -> dict[str, Any]:
-    from drl_ac.checkpoint import LoadedPolicy, save_policy_folder, write_json
+    from drl_ac.checkpoint import LoadedPolicy, load_policy, save_policy_folder, write_json
 
     t0 = time.perf_counter()
+    if config.policy is not None:  # a saved policy judged again: no training
+        judged = judge(config, load_policy(config.policy), out, progress)
+        return {"config": config.to_dict(), "loads": [], "table": judged["table"], "files": judged["files"],
+                "one_policy": judged, "seconds": time.perf_counter() - t0}
     loads: list[float | None] = list(config.loads) if config.loads is not None and not config.one_policy else [None]
     held = [config.load_folder(load) for load in loads if (config.load_folder(load) / "policy.pt").exists()]
     if held and not config.force:
@@ -516,41 +525,10 @@ def _run_study(config: StudyConfig, progress: Say, out: Path) -> dict[str, Any]:
         progress(f"wrote {folder}: {r['verdict_line']}")
     run = {**head, "loads": summaries, "seconds": time.perf_counter() - t0}
     if config.one_policy:
-        run["one_policy"] = one_policy(config, LoadedPolicy(results[0]["section"]), out, progress,
-                                       results[0]["tuned_at"])
+        run["one_policy"] = judge(config, LoadedPolicy(results[0]["section"]), out, progress, results[0]["tuned_at"])
     result = write_summary(out, results[0]["base"], run)
     progress(f"wrote {', '.join(result['files'])}")
     return result
-
-
-def one_policy(config: StudyConfig, policy: Any, out: Path, progress: Say,
-               tuned_at: dict[float, dict] | None = None) -> dict[str, Any]:
-    """The one policy of a ``one_policy`` study at each of its loads (``loads.across_loads``),
-    written to OUT/one_policy.json and one_policy.md; returns the table and the files.
-    ``tuned_at``: the rules its choice tuned per load (``loads.tune_at``), used again here."""
-    from drl_ac.checkpoint import write_json
-
-    base, trained_on = study_spec(config, None)
-    tuned_at = {} if tuned_at is None else tuned_at
-    results = across_loads(policy, base, config.loads, config.seed, config.budget, progress, tuned_at)
-    text = loads_table(results, base)
-    days = [over_profile(policy, base, load_spec(p), tuned_at, config.seed, config.budget, progress)
-            for p in config.profiles]
-    text += "".join("\n" + day_table(d, base) for d in days)
-    hold = f"{config.hold or default_hold(base):g} time units" + (" at the peak" if config.hold_weight == "arrivals"
-                                                                  else "")
-    observes = "the state and its arrival-rate estimate" if policy.encoding.rate else "the state"
-    verdicts = "\n".join(f"load {r['load']:g}: {r['lines']['re-tuned']}" for r in results)
-    md = out / "one_policy.md"
-    md.write_text(f"# One policy for {base.name} at loads {', '.join(f'{x:g}' for x in config.loads)}\n\n"
-                  f"Trained on {trained_on.name} (each load held {hold} in turn, its phase not observed), "
-                  f"observing {observes}; every policy in steady state on each load's own seed.\n\n{text}\n"
-                  f"{verdicts}\n")
-    files = [str(write_json(out / "one_policy.json", {"loads": results, "profiles": days, "table": text})), str(md)]
-    files += [str(day_plot(d, load_spec(p), out / f"{Path(p).stem}.png")) for d, p in zip(days, config.profiles,
-                                                                                          strict=True)]
-    progress(f"one policy at every load:\n{text}")
-    return {"table": text, "files": files}
 
 
 # ---------------------------------------------------------------- the command line

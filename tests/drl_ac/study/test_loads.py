@@ -209,6 +209,20 @@ def test_a_one_policy_study_writes_one_policy_and_one_table(tmp_path):
     assert [d["scenario"] for d in saved["profiles"]] == ["mmc_day"] and "| per hour |" in md  # the day's table
     assert (out / "mmc_day.png").read_bytes()[:4] == b"\x89PNG"  # the acceptance through the day
     assert section["selection"]["scores"][0]["loads"].keys() == {"0.5", "0.95"}  # chosen by each load's ratio
+    again = run.main(["--scenario", "mmc_c1", "--loads", "0.5", "0.95", "--one-policy", "--budget", "smoke",
+                      "--policy", str(out / "policy.pt"), "--out", str(tmp_path / "again"), "--quiet",
+                      "--profiles", str(day)])  # the saved policy judged again: the same seeds, the same table
+    assert again["table"] == saved["table"] and not (tmp_path / "again" / "policy.pt").exists()
+    assert "The saved policy" in (tmp_path / "again" / "one_policy.md").read_text()
+
+
+def test_a_saved_policy_is_judged_only_by_a_one_policy_study_of_its_system(tmp_path, capsys):
+    with pytest.raises(ValueError, match=r"policy \(--policy\).*--one-policy"):
+        StudyConfig(scenario="redundancy_ps", policy="checkpoints/redundancy_ps/load-0.3/policy.pt")
+    with pytest.raises(SystemExit):
+        run.main(["--scenario", "mmc_c1", "--loads", "0.5", "0.9", "--one-policy", "--budget", "smoke", "--quiet",
+                  "--policy", "checkpoints/redundancy_ps/load-0.3/policy.pt", "--out", str(tmp_path / "x")])
+    assert "policy (--policy): a policy of redundancy_ps" in capsys.readouterr().err
 
 
 def test_the_rate_estimate_follows_the_load_of_each_hold():
