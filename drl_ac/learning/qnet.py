@@ -61,8 +61,11 @@ class RuleDefault(nn.Module):
     (actions[i] for the one-hot block of the last len(actions) features: the signalled pool)
     or ``{"kind": "prefix", "column": c, "m": m, "actions": [...]}`` (actions[j], j the number of
     leading features c + 1, c + 2, ... at most m: redundancy's own-server threshold) or
-    ``{"kind": "constant", "action": a}``; the rules' ``guard_fields()`` (``drl_ac.rules``)
-    write them (``rule_of`` turns a constant action's into the last form)."""
+    ``{"kind": "constant", "action": a}`` or ``{"kind": "scheduled", "edges": [...], "rules":
+    [...]}`` (rules[i], each of these forms, where the arrival-rate estimate, the observation's
+    last feature, has i of the edges at or below it: ``drl_ac.rules.scheduled``); the rules'
+    ``guard_fields()`` (``drl_ac.rules``) write them (``rule_of`` turns a constant action's into
+    the constant form)."""
 
     def __init__(self, rule: dict, columns: int | None = None):
         super().__init__()
@@ -80,11 +83,24 @@ class RuleDefault(nn.Module):
                 self.register_buffer("m", torch.tensor(float(rule["m"])))
         elif self.kind == "constant":
             self.register_buffer("action", torch.tensor(int(rule["action"])))
+        elif self.kind == "scheduled":
+            if columns is None:
+                raise ValueError("default_rule.kind scheduled switches by the arrival-rate estimate, which this "
+                                 "policy does not observe. Fix: train with rate_estimate (--rate-estimate).")
+            self.register_buffer("edges", torch.tensor([float(e) for e in rule["edges"]]))
+            self.rules = nn.ModuleList(RuleDefault(r) for r in rule["rules"])
+            if len(self.rules) != self.edges.numel() + 1:
+                raise ValueError(f"default_rule: a scheduled rule has {len(self.rules)} rules for "
+                                 f"{self.edges.numel()} edges. Fix: give one rule more than edges.")
         else:
-            raise ValueError(f"default_rule.kind: unknown {self.kind!r}. Fix: use threshold, table, prefix or "
-                             "constant.")
+            raise ValueError(f"default_rule.kind: unknown {self.kind!r}. Fix: use threshold, table, prefix, "
+                             "constant or scheduled.")
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.kind == "scheduled":
+            which = (obs[:, -1:] >= self.edges).sum(1)
+            head = obs[:, : self.columns]
+            return torch.stack([r(head) for r in self.rules], 1).gather(1, which[:, None]).squeeze(1)
         if self.columns is not None:
             obs = obs[:, : self.columns]
         if self.kind == "threshold":

@@ -198,7 +198,7 @@ class TrainConfig:
                "give the probability of a random action while learning a base rule's values, e.g. 0.2")
         if self.base_rule is not None:
             try:
-                RuleDefault(self.base_rule)
+                RuleDefault(self.base_rule, 0 if self.rate_estimate else None)  # columns: only to check it
             except (KeyError, TypeError, ValueError) as exc:
                 raise ValueError(f"base_rule: not a rule description ({exc}). Fix: give rule_of(rule.guard_fields()) "
                                  "of a tuned rule, or None.") from None

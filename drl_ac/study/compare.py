@@ -355,7 +355,7 @@ def guard_rule(spec: NetworkSpec, tuned: dict[str, TuningResult], encoding: Obse
 def reading(rule: Any, encoding: ObservationEncoding) -> Any:
     """``rule`` acting on observations in a learned policy's ``encoding``: itself, or where the
     policy observes an arrival-rate estimate after the rule's features, ``LeadingColumns``."""
-    if encoding.rule_columns is None or isinstance(rule, LeadingColumns):
+    if encoding.rule_columns is None or isinstance(rule, LeadingColumns) or getattr(rule, "reads_rate", False):
         return rule
     return LeadingColumns(rule, encoding.rule_columns)
 

@@ -31,12 +31,22 @@ from typing import Any
 import numpy as np
 
 from drl_ac.evaluation.selection import EVALUATION, Candidate, visited_states
+from drl_ac.rules.scheduled import ScheduledRule, scheduled
 from drl_ac.rules.tuning import TuningResult
-from drl_ac.study.compare import feasible, json_rows, judge, measure, measure_rules, table_cell
+from drl_ac.study.compare import (
+    feasible,
+    guard_rule,
+    json_rows,
+    judge,
+    measure,
+    measure_rules,
+    table_cell,
+)
 from drl_ac.study.pipeline import Run
 from drl_ac.study.report import measures_cell
 from envs import NetworkSpec, SpecError
 from envs.distributions import Exponential
+from envs.observation import ObservationEncoding
 
 Say = Callable[[str], None]
 COMPARATORS = ("re-tuned", "average", "peak")  # the oracle (d), then (b) and (c) of the issue
@@ -113,6 +123,28 @@ def bar(tuned: dict[str, TuningResult], spec: NetworkSpec) -> TuningResult | Non
     ok = [r for r in tuned.values() if "arrivals" in r.metrics and "unstable" not in r.metrics
           and math.isfinite(r.metrics[head.measure]) and feasible(r.metrics, spec)]
     return max(ok, key=lambda r: sign * r.metrics[head.measure]) if ok else None
+
+
+def schedule(base: NetworkSpec, loads: Sequence[float], seed: int, budget: str, say: Say,
+             tuned_at: dict[float, dict]) -> ScheduledRule | None:
+    """The best rule that can guard at each load (``guard_rule``, among those ``tune_at``
+    tunes), switched by the arrival-rate estimate (``ScheduledRule``): the base and guard of
+    a one-policy learner that observes the estimate, so that it improves on each load's own
+    rule, not on one rule tuned over the range. None where a load has no such rule."""
+    from drl_ac.study.run import at_load
+
+    tune_at(base, loads, seed, budget, say, tuned_at)
+    encoding = ObservationEncoding.for_spec(base)
+    rules, rates = [], []
+    for x in sorted(loads):
+        spec = at_load(base, x)
+        rule = guard_rule(spec, tuned_at[x], ObservationEncoding.for_spec(spec))
+        if rule is None:
+            say(f"no rule that can guard at load {x:g}: one rule over the range guards the learners")
+            return None
+        rules.append(rule)
+        rates.append(spec.arrival_rate)
+    return scheduled(rules, rates, encoding.width, sorted(loads))
 
 
 def worse_ratio(value: float, reference: float, sense: str) -> float:
@@ -255,4 +287,4 @@ def table(results: list[dict[str, Any]], spec: NetworkSpec) -> str:
 
 
 __all__ = ["COMPARATORS", "across_loads", "bar", "choose_across_loads", "comparator_loads", "default_hold",
-           "load_range", "table", "tune_at", "worse_ratio"]
+           "load_range", "schedule", "table", "tune_at", "worse_ratio"]

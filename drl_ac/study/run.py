@@ -40,7 +40,7 @@ from drl_ac import study
 from drl_ac.cli import HelpFormatter, dataclass_flags, progress_printer
 from drl_ac.folder_lock import FolderLock
 from drl_ac.parallel import run_jobs
-from drl_ac.study.loads import WEIGHTS, choose_across_loads, load_range
+from drl_ac.study.loads import WEIGHTS, choose_across_loads, load_range, schedule
 from drl_ac.study.pipeline import Run
 from drl_ac.study.report import commit, phase_plot, report, write_summary
 from drl_ac.study.single_policy import judge
@@ -327,13 +327,14 @@ def at_load(spec: NetworkSpec, load: float) -> NetworkSpec:
 
 
 # ---------------------------------------------------------------- one load
-def candidates(config: StudyConfig, run: Run, tuned: dict) -> tuple[list, list[str]]:
-    """The learned candidates of a study (the module's step 4) and the snapshots' labels."""
+def candidates(config: StudyConfig, run: Run, tuned: dict, default: Any = None) -> tuple[list, list[str]]:
+    """The learned candidates of a study (the module's step 4) and the snapshots' labels.
+    ``default``: the learners' base rule and guard (None: the best tuned rule that can guard)."""
     from drl_ac.evaluation.selection import Candidate, train_snapshots
     from drl_ac.learning.qnet import rule_of
 
     spec, say, kind = run.spec, run.progress, run.spec.system.kind
-    default = run.base_rule(tuned)
+    default = default or run.base_rule(tuned)
     base_rule = rule_of(default.guard_fields()) if default is not None and config.base == "rule" else None
     if base_rule is not None:
         say(f"learners learn the values of {default.describe()}")
@@ -446,8 +447,11 @@ def study_load(job: dict[str, Any], say: Say | None = None) -> dict[str, Any]:
         say(f"{spec.system.describe()}")
         run = Run(spec, load_seed(config.seed, load), config.budget, say)
         tuned = run.tune_rules()
-        cands, learners = candidates(config, run, tuned)
         tuned_at: dict[float, dict] = {}  # a one-policy study's rules per load, tuned once
+        observes_rate = config.train_config(config.seeds[0], config.costs[0]).rate_estimate
+        default = schedule(base, config.loads, config.seed, config.budget, say, tuned_at) \
+            if config.one_policy and observes_rate and spec.system.kind == "control" else None
+        cands, learners = candidates(config, run, tuned, default)
         chosen, scored = (choose_across_loads(cands, base, config.loads, config.seed, config.budget, say, tuned_at)
                           if config.one_policy else choose(cands, spec, run.seed, config.budget, say))
         policy = chosen.policy()

@@ -101,6 +101,16 @@ def test_a_policy_guarded_by_the_own_server_rule_exports_match_torch(tmp_path):
     assert_same_actions(GreedyPolicy(qnet, 1e30, admission=False, rule=rule).eval(), tmp_path, seed=12, num_actions=4)
 
 
+def test_a_policy_guarded_by_rules_switched_by_the_rate_estimate_exports_match_torch(tmp_path):
+    # drl_ac.rules.scheduled: a rule per band of the last feature (the rate estimate), each on the leading five
+    torch.manual_seed(4)
+    qnet = QNetwork(obs_dim=D, scale=SCALE, hidden=(16,), num_actions=4).eval()
+    rule = RuleDefault({"kind": "scheduled", "edges": [0.5, 3.0], "rules": [
+        {"kind": "constant", "action": 3}, {"kind": "prefix", "column": 0, "m": 2, "actions": [0, 1, 2, 3]},
+        {"kind": "threshold", "column": 1, "k": 1.0, "below": 1, "above": 0}]}, columns=D - 1)
+    assert_same_actions(GreedyPolicy(qnet, 1e30, admission=False, rule=rule).eval(), tmp_path, seed=13, num_actions=4)
+
+
 def test_exports_are_quiet(tmp_path, capfd):
     """No warnings at all (FutureWarning, DeprecationWarning, ...) and nothing on stdout/stderr."""
     module = greedy_policy()

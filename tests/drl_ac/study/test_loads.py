@@ -18,8 +18,9 @@ from drl_ac.evaluation.metrics import phase_offsets
 from drl_ac.evaluation.selection import EVALUATION, visited_states
 from drl_ac.learning.qnet import RuleDefault
 from drl_ac.learning.trainer import TrainConfig, Trainer
+from drl_ac.rules.scheduled import ScheduledRule
 from drl_ac.rules.tuning import ConstantAction, TuningResult
-from drl_ac.study import StudyConfig, at_load, run
+from drl_ac.study import Run, StudyConfig, at_load, run
 from drl_ac.study import loads as loads_module
 from drl_ac.study.compare import reading
 from drl_ac.study.loads import (
@@ -28,6 +29,7 @@ from drl_ac.study.loads import (
     comparator_loads,
     default_hold,
     load_range,
+    schedule,
     table,
     unlike_own_rule,
     worse_ratio,
@@ -281,3 +283,37 @@ def test_a_learner_with_the_rate_estimate_saves_it_and_its_guard_rule_skips_it()
     assert set(wanted.tolist()) == {0, 1}
     assert policy.replace(bias=math.inf)(states).tolist() == wanted.tolist()  # LoadedPolicy's RuleDefault
     assert trainer.base(torch.from_numpy(states)).tolist() == wanted.tolist()  # the trainer's base rule
+
+
+def test_the_schedule_takes_each_loads_best_rule_that_can_guard_at_that_loads_rate():
+    base = load_spec("redundancy_ps")
+    fast = ConstantAction(3, "d = 4")
+    tuned = {0.3: {"d = 4": TuningResult(fast, {"arrivals": 1, "mean_delay": 0.61}),
+                   "d = 1": TuningResult(ConstantAction(0), {"arrivals": 1, "mean_delay": 1.4})},
+             0.9: {"d = 4": TuningResult(fast, {"arrivals": 1, "mean_delay": 9.0, "unstable": "drift"}),
+                   "best, cannot guard": TuningResult(lambda obs: obs[:, 0], {"arrivals": 1, "mean_delay": 3.0}),
+                   "d = 1": TuningResult(ConstantAction(0), {"arrivals": 1, "mean_delay": 9.6}),
+                   "d = 2": TuningResult(ConstantAction(1), {"arrivals": 1, "mean_delay": 4.8})}}
+    rule = schedule(base, [0.9, 0.3], 0, "smoke", lambda s: None, tuned)
+    assert isinstance(rule, ScheduledRule) and [r.describe() for r in rule.rules] == ["d = 4", "always action 1"]
+    assert rule.rates == (at_load(base, 0.3).arrival_rate, at_load(base, 0.9).arrival_rate)
+    assert rule.columns == base.system.encoding().width and rule.loads == (0.3, 0.9)
+
+
+def test_a_one_policy_learner_with_the_rate_estimate_learns_on_the_rules_switched_by_it():
+    """The study's learners (``run.candidates``) given the schedule: they learn its values, each
+    snapshot is guarded by it, and the guard's rule itself acts as the schedule does on the
+    learner's observations (the rate estimate last)."""
+    config = StudyConfig(scenario="redundancy_ps", loads=(0.3, 0.9), one_policy=True, rate_estimate=True,
+                         budget="smoke", steps=1000, num_envs=8, snapshots=1)
+    base, spec = run.study_spec(config, None)
+    rule = ScheduledRule((ConstantAction(3, "d = 4"), ConstantAction(1, "d = 2")),
+                         (at_load(base, 0.3).arrival_rate, at_load(base, 0.9).arrival_rate),
+                         base.system.encoding().width, (0.3, 0.9))
+    cands, _ = run.candidates(config, Run(spec, 0, "smoke"), {}, rule)
+    assert cands[0].section["config"]["base_rule"]["kind"] == "scheduled"  # what the learner learned the values of
+    assert all(rule.describe() in c.label for c in cands[1:])
+    itself = cands[-1].policy()
+    states = np.concatenate([visited_states(at_load(base, x), rule, itself.encoding, seed=3) for x in (0.3, 0.9)])
+    assert itself.encoding.rate and set(rule(states).tolist()) == {1, 3}  # both loads' rules act
+    np.testing.assert_array_equal(itself(states), rule(states))
