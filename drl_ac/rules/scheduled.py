@@ -8,24 +8,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from drl_ac.learning.qnet import rule_of
+from envs.observation import ObservationEncoding
 
 
 @dataclass(frozen=True)
 class ScheduledRule:
-    """``rules[i]`` (each reading the leading ``columns`` features, the rule's own observation)
-    where the arrival-rate estimate (the last feature: ``ObservationEncoding.rate``) lies
-    between the geometric midpoints of ``rates`` around ``rates[i]``, the rate it was tuned
-    at. ``loads``: those rates as loads, for the description."""
+    """``rules[i]`` where the arrival-rate estimate lies between the geometric midpoints of
+    ``rates`` around ``rates[i]``, the rate it was tuned at. ``encoding``: what it observes, a
+    rule's own observation with the estimate after it (``ObservationEncoding.rate``; each rule
+    reads the leading ``rule_columns``), so that it runs as a policy does. ``loads``: ``rates``
+    as loads, for the description."""
 
     rules: tuple[Callable, ...]
     rates: tuple[float, ...]
-    columns: int
+    encoding: ObservationEncoding
     loads: tuple[float, ...] = ()
     reads_rate = True  # it reads the whole observation: not wrapped by ``compare.reading``
 
@@ -36,6 +38,9 @@ class ScheduledRule:
         if any(not (math.isfinite(r) and r > 0) for r in self.rates) or list(self.rates) != sorted(set(self.rates)):
             raise ValueError(f"ScheduledRule: rates {list(self.rates)} must be > 0 and ascending. Fix: give the "
                              "rate each rule was tuned at, lowest first, each once.")
+        if not self.encoding.rate:
+            raise ValueError("ScheduledRule: its encoding does not observe the arrival-rate estimate. Fix: give "
+                             "replace(encoding, rate=True).")
 
     @property
     def edges(self) -> np.ndarray:
@@ -45,7 +50,7 @@ class ScheduledRule:
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         which = np.searchsorted(self.edges, obs[:, -1], side="right")  # as RuleDefault: edges <= the rate
-        head = obs[:, : self.columns]
+        head = obs[:, : self.encoding.rule_columns]
         out = np.empty(obs.shape[0], np.int64)
         for i, rule in enumerate(self.rules):
             rows = which == i
@@ -65,12 +70,14 @@ class ScheduledRule:
                                  "rules": [rule_of(r.guard_fields()) for r in self.rules]}}
 
 
-def scheduled(rules: Sequence[Callable], rates: Sequence[float], columns: int, loads: Sequence[float] = ()
-              ) -> ScheduledRule | None:
-    """A ``ScheduledRule`` of ``rules`` where each can guard (it has ``guard_fields``), else None."""
+def scheduled(rules: Sequence[Callable], rates: Sequence[float], encoding: ObservationEncoding,
+              loads: Sequence[float] = ()) -> ScheduledRule | None:
+    """A ``ScheduledRule`` of ``rules`` reading ``encoding`` with the estimate where each rule
+    can guard (it has ``guard_fields``), else None."""
     if not all(hasattr(r, "guard_fields") for r in rules):
         return None
-    return ScheduledRule(tuple(rules), tuple(float(r) for r in rates), columns, tuple(float(x) for x in loads))
+    return ScheduledRule(tuple(rules), tuple(float(r) for r in rates), replace(encoding, rate=True),
+                         tuple(float(x) for x in loads))
 
 
 __all__ = ["ScheduledRule", "scheduled"]

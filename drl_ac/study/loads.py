@@ -50,6 +50,7 @@ from envs.observation import ObservationEncoding
 
 Say = Callable[[str], None]
 COMPARATORS = ("re-tuned", "average", "peak")  # the oracle (d), then (b) and (c) of the issue
+SWITCHED = "re-tuned rules switched by the rate estimate"  # (e): across_loads' row with ``switched``
 WEIGHTS = ("time", "arrivals")  # how a load range shares its period among its loads (load_range)
 
 
@@ -144,7 +145,7 @@ def schedule(base: NetworkSpec, loads: Sequence[float], seed: int, budget: str, 
             return None
         rules.append(rule)
         rates.append(spec.arrival_rate)
-    return scheduled(rules, rates, encoding.width, sorted(loads))
+    return scheduled(rules, rates, encoding, sorted(loads))
 
 
 def worse_ratio(value: float, reference: float, sense: str) -> float:
@@ -199,7 +200,8 @@ def choose_across_loads(cands: Sequence[Candidate], base: NetworkSpec, loads: Se
 
 
 def across_loads(policy: Callable, base: NetworkSpec, loads: Sequence[float], seed: int = 0, budget: str = "quick",
-                 progress: Say = lambda s: None, tuned_at: dict[float, dict] | None = None) -> list[dict[str, Any]]:
+                 progress: Say = lambda s: None, tuned_at: dict[float, dict] | None = None,
+                 switched: ScheduledRule | None = None) -> list[dict[str, Any]]:
     """``policy`` at each of ``loads`` of ``base`` (``at_load``) against every rule re-tuned
     there, tuned at the average load and at the peak (``COMPARATORS``); per load: its rows
     (the learned policy, each rule with the constants it used), a ``Verdict`` against each
@@ -207,7 +209,9 @@ def across_loads(policy: Callable, base: NetworkSpec, loads: Sequence[float], se
     policy's own guard rule (``unlike_own_rule``). Rules are tuned on each load's own seed;
     the ones tuned at the average or the peak are those of that load's run (``load_seed``),
     applied unchanged at the others. ``tuned_at``: rules already tuned per load, filled with
-    the ones tuned here."""
+    the ones tuned here. ``switched``: the rules re-tuned at each load switched by the
+    arrival-rate estimate (``schedule``), a comparator of its own (``SWITCHED``): what runs
+    without an oracle of the load."""
     from drl_ac.study.run import at_load, load_seed
 
     fixed = comparator_loads(loads)
@@ -235,6 +239,10 @@ def across_loads(policy: Callable, base: NetworkSpec, loads: Sequence[float], se
                     rows[label] = measure_rules({label: result}, spec, run.seed, budget, progress)[label]
                 own[label] = rows[label]
             verdicts[name] = judge(spec, learned, own)
+        if switched is not None:
+            rows[SWITCHED] = {"rule": switched.describe(), **measure(switched, spec, run.evaluation_seed, budget)}
+            progress(f"{SWITCHED}: {table_cell(rows[SWITCHED], spec)}")
+            verdicts["switched"] = judge(spec, learned, {SWITCHED: rows[SWITCHED]})
         out.append({"load": load, "rate": spec.arrival_rate, "scenario": spec.name, "rows": json_rows(rows),
                     "verdicts": {k: v.to_dict() for k, v in verdicts.items()},
                     "lines": {k: v.line() for k, v in verdicts.items()}, "constants": constants,
@@ -270,13 +278,14 @@ def table(results: list[dict[str, Any]], spec: NetworkSpec) -> str:
     head = spec.system.headline
     fixed = comparator_loads([r["load"] for r in results])
     names = {"re-tuned": "re-tuned at each load (d)", "average": f"tuned at the average {fixed['average']:g} (b)",
-             "peak": f"tuned at the peak {fixed['peak']:g} (c)"}
+             "peak": f"tuned at the peak {fixed['peak']:g} (c)", "switched": "switched by the rate estimate (e)"}
+    shown = [*COMPARATORS, *(["switched"] if all("switched" in r["verdicts"] for r in results) else [])]
     lines = [f"| load | learned {head.measure} | " + " | ".join(f"best rule {names[c]} | learned vs it"
-                                                             for c in COMPARATORS) + " | unlike its guard rule |",
-             "|---|---|" + "---|---|" * len(COMPARATORS) + "---|"]
+                                                             for c in shown) + " | unlike its guard rule |",
+             "|---|---|" + "---|---|" * len(shown) + "---|"]
     for r in results:
         cells = [f"{r['load']:g}", measures_cell(r["rows"]["learned"], spec)]
-        for c in COMPARATORS:
+        for c in shown:
             v = r["verdicts"][c]
             cells += ["none feasible and stable" if v["best_rule"] is None else
                       f"{v['best_rule']} ({r['rows'][v['best_rule']]['rule']}): {v['best']:.4f}", _versus(v)]
@@ -286,5 +295,5 @@ def table(results: list[dict[str, Any]], spec: NetworkSpec) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["COMPARATORS", "across_loads", "bar", "choose_across_loads", "comparator_loads", "default_hold",
+__all__ = ["COMPARATORS", "SWITCHED", "across_loads", "bar", "choose_across_loads", "comparator_loads", "default_hold",
            "load_range", "schedule", "table", "tune_at", "worse_ratio"]

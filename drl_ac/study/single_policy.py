@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from drl_ac.study.loads import across_loads, default_hold
+from drl_ac.study.loads import across_loads, default_hold, schedule
 from drl_ac.study.loads import table as loads_table
 from drl_ac.study.profiles import day_plot, over_profile
 from drl_ac.study.profiles import table as day_table
@@ -36,7 +36,9 @@ def judge(config: StudyConfig, policy: Any, out: Path, progress: Say,
         raise ValueError(f"policy (--policy): a policy of {own.name} ({own.system.name}), not of {base.name}'s "
                          "system. Fix: give a policy trained on that system, or its scenario.")
     tuned_at = {} if tuned_at is None else tuned_at
-    results = across_loads(policy, base, config.loads, config.seed, config.budget, progress, tuned_at)
+    switched = schedule(base, config.loads, config.seed, config.budget, progress, tuned_at) \
+        if policy.encoding.rate and base.system.kind == "control" else None
+    results = across_loads(policy, base, config.loads, config.seed, config.budget, progress, tuned_at, switched)
     text = loads_table(results, base)
     days = [over_profile(policy, base, load_spec(p), tuned_at, config.seed, config.budget, progress)
             for p in config.profiles]

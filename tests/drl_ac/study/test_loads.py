@@ -297,7 +297,7 @@ def test_the_schedule_takes_each_loads_best_rule_that_can_guard_at_that_loads_ra
     rule = schedule(base, [0.9, 0.3], 0, "smoke", lambda s: None, tuned)
     assert isinstance(rule, ScheduledRule) and [r.describe() for r in rule.rules] == ["d = 4", "always action 1"]
     assert rule.rates == (at_load(base, 0.3).arrival_rate, at_load(base, 0.9).arrival_rate)
-    assert rule.columns == base.system.encoding().width and rule.loads == (0.3, 0.9)
+    assert rule.encoding == replace(base.system.encoding(), rate=True) and rule.loads == (0.3, 0.9)
 
 
 def test_a_one_policy_learner_with_the_rate_estimate_learns_on_the_rules_switched_by_it():
@@ -309,7 +309,7 @@ def test_a_one_policy_learner_with_the_rate_estimate_learns_on_the_rules_switche
     base, spec = run.study_spec(config, None)
     rule = ScheduledRule((ConstantAction(3, "d = 4"), ConstantAction(1, "d = 2")),
                          (at_load(base, 0.3).arrival_rate, at_load(base, 0.9).arrival_rate),
-                         base.system.encoding().width, (0.3, 0.9))
+                         replace(base.system.encoding(), rate=True), (0.3, 0.9))
     cands, _ = run.candidates(config, Run(spec, 0, "smoke"), {}, rule)
     assert cands[0].section["config"]["base_rule"]["kind"] == "scheduled"  # what the learner learned the values of
     assert all(rule.describe() in c.label for c in cands[1:])
@@ -317,3 +317,20 @@ def test_a_one_policy_learner_with_the_rate_estimate_learns_on_the_rules_switche
     states = np.concatenate([visited_states(at_load(base, x), rule, itself.encoding, seed=3) for x in (0.3, 0.9)])
     assert itself.encoding.rate and set(rule(states).tolist()) == {1, 3}  # both loads' rules act
     np.testing.assert_array_equal(itself(states), rule(states))
+
+
+def test_the_rules_switched_by_the_rate_estimate_are_a_comparator_of_their_own():
+    """Judged against itself, the schedule reads as its own comparator (e) to the digit: the same
+    seed, the same arrivals, the same estimate; at load 0.3 it acts as that load's rule (the smoke
+    budget reaches no steady state, so no verdict has a rule to compare with)."""
+    base = load_spec("redundancy_ps")
+    rule = ScheduledRule((ConstantAction(3, "d = 4"), ConstantAction(0, "d = 1")),
+                         (at_load(base, 0.3).arrival_rate, at_load(base, 0.9).arrival_rate),
+                         replace(base.system.encoding(), rate=True), (0.3, 0.9))
+    results = across_loads(rule, base, [0.3, 0.9], seed=0, budget="smoke", switched=rule)
+    for r in results:
+        assert "switched" in r["verdicts"]
+        assert r["rows"]["learned"]["mean_delay"] == r["rows"][loads_module.SWITCHED]["mean_delay"]
+    low, high = (r["rows"] for r in results)
+    assert abs(low["learned"]["mean_delay"] - low["d = 4"]["mean_delay"]) < 0.1 * low["d = 4"]["mean_delay"]
+    assert "switched by the rate estimate (e)" in table(results, base)
