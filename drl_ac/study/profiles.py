@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from drl_ac.evaluation.metrics import evaluate, paired_difference, undefined
+from drl_ac.evaluation.metrics import Z95_ONE_SIDED, evaluate, paired_difference, undefined
 from drl_ac.evaluation.selection import EVALUATION
 from drl_ac.rules.tuning import TuningResult
 from drl_ac.study.compare import BUDGETS, feasible, json_rows, skips_steady_state, stability_first
@@ -170,8 +170,36 @@ def over_profile(policy: Callable, base: NetworkSpec, profile: NetworkSpec, tune
             seen[text] = label
             progress(f"{label}: {measures_cell(rows[label], profile)}")
     verdicts = {name: day_verdict(rows, list(members), profile) for name, members in sets.items()}
+    windows = {name: w for name, m in rows.items() if (w := worst_window(m, profile)) is not None}
     return {"scenario": profile.name, "hours": hours, "average": average, "peak": peak, "rows": json_rows(rows),
-            "verdicts": verdicts, "evaluation_seed": seed_day}
+            "verdicts": verdicts, "windows": windows, "evaluation_seed": seed_day}
+
+
+def worst_window(m: dict, spec: NetworkSpec) -> dict[str, Any] | None:
+    """Where in the day a row's constraint (violation, dropping) is highest, among its phase bins
+    (``metrics.by_phase``): that window, its value and 95% interval, and the windows where it is
+    significantly above eps (one-sided 95% lower bound > eps): empty when the constraint holds
+    through the day, not only on its average. None without a constraint or per-phase measures."""
+    key = spec.system.headline.constraint
+    if key is None or f"{key}_by_phase" not in m:
+        return None
+    values = np.array(m[f"{key}_by_phase"], float)
+    if not np.isfinite(values).any():
+        return None
+    j = int(np.nanargmax(values))
+    lower = values - Z95_ONE_SIDED * np.array(m[f"{key}_by_phase_se"], float)
+    return {"measure": key, "window": j, "bins": int(m["phase_bins"]), "value": float(values[j]),
+            "ci": list(m[f"{key}_by_phase_ci"][j]), "above_eps": [int(b) for b in np.flatnonzero(lower > spec.eps)]}
+
+
+def window_cell(w: dict[str, Any] | None, eps: float) -> str:
+    """``worst_window`` in a table: the worst window's value and interval, and where eps breaks."""
+    if w is None:
+        return "-"
+    where = "within eps in every window" if not w["above_eps"] else \
+        f"above eps in window(s) {', '.join(str(b + 1) for b in w['above_eps'])}"
+    return (f"{w['measure']} {w['value']:.4f} [{w['ci'][0]:.4f}, {w['ci'][1]:.4f}] in window {w['window'] + 1} of "
+            f"{w['bins']}; {where} (eps {eps:g})")
 
 
 def day_plot(result: dict[str, Any], spec: NetworkSpec, path: Path) -> Path:
@@ -222,24 +250,29 @@ def table(result: dict[str, Any], spec: NetworkSpec) -> str:
     """One line per comparator: its best rule over the day and the learned policy against it."""
     head = spec.system.headline
     learned = measures_cell(result["rows"]["learned"], spec)
+    windows = result.get("windows", {})
+    worst = "" if "learned" not in windows else \
+        f" Its worst window: {window_cell(windows['learned'], spec.eps)}."
     lines = [f"Over days of {result['scenario']} (hours at loads {min(result['hours']):g} to {result['peak']:g}, "
-             f"average {result['average']:g}): learned {learned}.", "",
-             f"| comparator | best rule | its {head.measure} | learned - it [95% CI, paired] | verdict |",
-             "|---|---|---|---|---|"]
+             f"average {result['average']:g}): learned {learned}.{worst}", "",
+             f"| comparator | best rule | its {head.measure} | learned - it [95% CI, paired] | verdict |"
+             + (" its worst window |" if windows else ""),
+             "|---|---|---|---|---|" + ("---|" if windows else "")]
     for name in COMPARATORS:
         v = result["verdicts"][name]
         if v["best_rule"] is None:
-            lines.append(f"| {name} | none | | | {v['outcome']} |")
+            lines.append(f"| {name} | none | | | {v['outcome']} |" + (" |" if windows else ""))
             continue
         d = v["difference"]
         if d is None:
             lines.append(f"| {name} | {v['best_rule']} | | no interval: the learned policy {v['why']} | "
-                         f"{v['outcome']} |")
+                         f"{v['outcome']} |" + (" |" if windows else ""))
             continue
         lines.append(f"| {name} | {v['best_rule']} | {measures_cell(result['rows'][v['best_rule']], spec)} | "
-                     f"{d['difference']:+.4f} [{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}] | {v['outcome']} |")
+                     f"{d['difference']:+.4f} [{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}] | {v['outcome']} |"
+                     + (f" {window_cell(windows.get(v['best_rule']), spec.eps)} |" if windows else ""))
     return "\n".join(lines) + "\n"
 
 
 __all__ = ["COMPARATORS", "HourlyRule", "day", "day_plot", "day_verdict", "hidden_clock", "hour_loads", "over_profile", "table",
-           "unstable_at"]
+           "unstable_at", "window_cell", "worst_window"]

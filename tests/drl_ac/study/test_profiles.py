@@ -87,6 +87,10 @@ def test_over_a_day_every_comparator_is_judged_and_an_infeasible_policy_is_worse
         assert rows[v["best_rule"]]["violation"] <= day.eps + 0.05  # only rules that meet the constraint
     text = table(result, base)
     assert all(f"| {name} |" in text for name in COMPARATORS)
+    worst = result["windows"]["learned"]  # accept-all breaks eps in the busy hour (0.95), the day's second half
+    assert worst["value"] == max(rows["learned"]["violation_by_phase"]) and worst["window"] >= worst["bins"] // 2
+    assert worst["above_eps"] and min(worst["above_eps"]) >= worst["bins"] // 2
+    assert "Its worst window: violation" in text and "above eps in window(s)" in text
 
 
 def test_a_day_must_be_of_the_same_system_with_a_clock():

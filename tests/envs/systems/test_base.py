@@ -16,7 +16,8 @@ EXPECTED = {"acyclic": "network", "paper_acyclic": "network", "paper_tandem": "n
             "mmc_c1": "network", "mmc_c3": "network", "mmc_c5_overload": "network",
             "cell_5g": "cell", "cell_erlang": "cell", "cell_guard": "cell", "cell_multirate": "cell",
             "cell_small": "cell", "redundancy_ps": "redundancy", "pools": "pools", "pools_rescue": "pools",
-            "redundancy_ps_daily": "redundancy", "pools_daily": "pools", "paper_tandem_step": "network"}
+            "redundancy_ps_daily": "redundancy", "pools_daily": "pools", "paper_tandem_step": "network",
+            "paper_tandem_poisson": "network"}
 CONTROL_WORDS = ("reject", "violation", "lam", "accept")  # admission words a control system never says
 
 
