@@ -24,12 +24,15 @@ from envs import NetworkSpec
 
 @dataclass
 class TotalThreshold:
-    """Accept iff the total number of waiting jobs is below k."""
+    """Accept iff the total number of waiting jobs is below k. ``columns``: the stations' queue
+    features it sums, the leading ones (None: all; a scenario with a clock observes its phase
+    after them, which a queue threshold must not add in)."""
 
     k: int
+    columns: int | None = None
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
-        return (obs.sum(1) < self.k).astype(np.int64)
+        return (obs[:, : self.columns].sum(1) < self.k).astype(np.int64)
 
     def describe(self) -> str:
         return f"sum q < {self.k}"
@@ -46,6 +49,7 @@ class RandomisedThreshold:
     k: int
     p: float
     seed: int = 0
+    columns: int | None = None  # as TotalThreshold's
     rng: np.random.Generator = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -55,7 +59,7 @@ class RandomisedThreshold:
         self.rng = np.random.default_rng(self.seed)
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
-        total = obs.sum(1)
+        total = obs[:, : self.columns].sum(1)
         u = self.rng.random(obs.shape[0])
         return ((total < self.k) | ((total == self.k) & (u < self.p))).astype(np.int64)
 
@@ -70,7 +74,7 @@ class StationThresholds:
     ks: tuple[int, ...]
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
-        return (obs < np.asarray(self.ks)).all(1).astype(np.int64)
+        return (obs[:, : len(self.ks)] < np.asarray(self.ks)).all(1).astype(np.int64)  # the stations' queues
 
     def describe(self) -> str:
         return "q < (" + ", ".join(map(str, self.ks)) + ")"
@@ -84,7 +88,7 @@ class WeightedThreshold:
     k: float
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
-        return (obs @ np.asarray(self.weights) < self.k).astype(np.int64)
+        return (obs[:, : len(self.weights)] @ np.asarray(self.weights) < self.k).astype(np.int64)
 
     def describe(self) -> str:
         return "w.q < {:.3g}, w = ({})".format(self.k, ", ".join(f"{w:.3g}" for w in self.weights))
@@ -100,16 +104,16 @@ def wait_weights(spec: NetworkSpec) -> tuple[float, ...]:
 def tune_total(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_envs: int = 400,
                max_k: int = 400, **tuner_options) -> TuningResult:
     """Largest k with violation <= eps (violation and acceptance grow with k)."""
-    tuner = Tuner(spec, arrivals, seed, num_envs, **tuner_options)
-    if not tuner.feasible(TotalThreshold(1)):
-        return tuner.result(TotalThreshold(1))
+    tuner, n = Tuner(spec, arrivals, seed, num_envs, **tuner_options), spec.num_stations
+    if not tuner.feasible(TotalThreshold(1, n)):
+        return tuner.result(TotalThreshold(1, n))
     lo, hi = 1, 2  # lo feasible; grow hi until infeasible
-    while hi < max_k and tuner.feasible(TotalThreshold(hi)):
+    while hi < max_k and tuner.feasible(TotalThreshold(hi, n)):
         lo, hi = hi, 2 * hi
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if tuner.feasible(TotalThreshold(mid)) else (lo, mid)
-    return tuner.result(TotalThreshold(lo))
+        lo, hi = (mid, hi) if tuner.feasible(TotalThreshold(mid, n)) else (lo, mid)
+    return tuner.result(TotalThreshold(lo, n))
 
 
 def tune_randomised_total(spec: NetworkSpec, start_k: int, arrivals: int = 100_000, seed: int = 777,
@@ -118,15 +122,15 @@ def tune_randomised_total(spec: NetworkSpec, start_k: int, arrivals: int = 100_0
     """From the tuned total threshold ``start_k`` (feasible), the largest p in [0, 1] feasible
     at state k by bisection (resolution 2^-iterations). If p = 1 is feasible after all (it is
     k + 1's threshold: another sample can put tune_total below it), k moves up until not."""
-    tuner = Tuner(spec, arrivals, seed, num_envs, **tuner_options)
+    tuner, n = Tuner(spec, arrivals, seed, num_envs, **tuner_options), spec.num_stations
     k = start_k
-    while k < max_k and tuner.feasible(RandomisedThreshold(k, 1.0, seed)):
+    while k < max_k and tuner.feasible(RandomisedThreshold(k, 1.0, seed, n)):
         k += 1
     lo, hi = 0.0, 1.0
     for _ in range(iterations):
         mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if tuner.feasible(RandomisedThreshold(k, mid, seed)) else (lo, mid)
-    rule = RandomisedThreshold(k, lo, seed)
+        lo, hi = (mid, hi) if tuner.feasible(RandomisedThreshold(k, mid, seed, n)) else (lo, mid)
+    rule = RandomisedThreshold(k, lo, seed, n)
     result = tuner.result(rule)
     rule.reset()  # handed over fresh, whatever the tuner ran last: a measurement replays its uniforms
     return result

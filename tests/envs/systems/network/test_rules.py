@@ -60,6 +60,22 @@ def test_rules_act_as_described():
     assert WeightedThreshold(w, 5.5)(obs).tolist() == [1, 0, 1]
 
 
+def test_rules_read_the_stations_queues_and_never_the_phase_of_a_clock():
+    """On a scenario with a clock (paper_tandem_step) the observation has the phase after the
+    queues (1 + sin, 1 + cos, in [0, 2]); a queue threshold must act as on the queues alone."""
+    rng = np.random.default_rng(0)
+    queues = rng.integers(0, 8, (500, 3)).astype(np.float32)
+    clocked = np.concatenate([queues, rng.uniform(0, 2, (500, 2)).astype(np.float32)], 1)
+    for rule in (TotalThreshold(9, 3), StationThresholds((4, 3, 2)), WeightedThreshold((1.0, 1.0, 1.0), 8.5)):
+        np.testing.assert_array_equal(rule(clocked), rule(queues))
+    a, b = RandomisedThreshold(9, 0.5, 3, 3), RandomisedThreshold(9, 0.5, 3, 3)
+    np.testing.assert_array_equal(a(clocked), b(queues))
+    spec = load_spec("paper_tandem_step")
+    assert spec.system.encoding().width == 5  # three queues and the phase
+    total = tune_total(spec, arrivals=4_000, num_envs=40, warmup=50)
+    assert total.rule.columns == 3 and total.rule.describe().startswith("sum q < ")
+
+
 def test_randomised_threshold_acts_as_described_and_replays_its_uniforms():
     obs = np.array([[2, 1], [3, 0], [1, 1], [5, 0]] * 2000, np.float32)  # sums 3, 3, 2, 5 with k = 3
     rule = RandomisedThreshold(3, 0.25, seed=4)
