@@ -327,7 +327,9 @@ def test_the_rules_switched_by_the_rate_estimate_are_a_comparator_of_their_own()
     rule = ScheduledRule((ConstantAction(3, "d = 4"), ConstantAction(0, "d = 1")),
                          (at_load(base, 0.3).arrival_rate, at_load(base, 0.9).arrival_rate),
                          replace(base.system.encoding(), rate=True), (0.3, 0.9))
-    results = across_loads(rule, base, [0.3, 0.9], seed=0, budget="smoke", switched=rule)
+    tuned = {x: {"d = 4": TuningResult(ConstantAction(3, "d = 4"), {"arrivals": 1, "mean_delay": 1.0})}
+             for x in (0.3, 0.6, 0.9)}  # the rules as tuned (no tuning here): d = 4 at every load and the average
+    results = across_loads(rule, base, [0.3, 0.9], seed=0, budget="smoke", tuned_at=tuned, switched=rule)
     for r in results:
         assert "switched" in r["verdicts"]
         assert r["rows"]["learned"]["mean_delay"] == r["rows"][loads_module.SWITCHED]["mean_delay"]
