@@ -8,7 +8,7 @@ import pytest
 
 from drl_ac.checkpoint import load_policy
 from drl_ac.evaluation.metrics import evaluate
-from envs import NetworkSpec
+from envs import NetworkSpec, load_spec
 from envs.systems.cell import rules as cb
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,3 +72,27 @@ def test_a_per_load_policy_driven_at_another_load_is_judged_by_its_stability():
     options = {"seed": 11, "num_envs": 16, "build_steps": 500, "steps": 1000, "doublings": 0}
     assert stability(policy, spec, **options).verdict == "unstable"
     assert stability(ConstantAction(0, "always d=1"), spec, **options).verdict == "stable"
+
+
+def test_the_shipped_one_policy_for_redundancy_holds_at_every_load_against_the_rules_re_tuned_there():
+    """checkpoints/redundancy_ps/policy.pt: one policy for loads 0.3, 0.6 and 0.9, observing its own
+    estimate of the arrival rate; its table says no worse than every rule re-tuned at each load,
+    stable at each; a short run at 0.3 on other arrivals reads its figure there."""
+    import json
+
+    from drl_ac.evaluation.steady import steady_state
+    from drl_ac.study import at_load
+
+    folder = ROOT / "checkpoints" / "redundancy_ps"
+    saved = json.loads((folder / "one_policy.json").read_text())
+    assert [r["load"] for r in saved["loads"]] == [0.3, 0.6, 0.9]
+    for r in saved["loads"]:
+        assert r["verdicts"]["re-tuned"]["outcome"] in ("better", "no worse")
+        assert r["rows"]["learned"]["stability"]["verdict"] == "stable"
+    policy = load_policy(folder / "policy.pt")
+    assert policy.encoding.rate and policy.metadata["scenario"]["name"] == "redundancy_ps@0.3-0.9"
+    base = load_spec("redundancy_ps")
+    low = saved["loads"][0]["rows"]["learned"]["mean_delay"]
+    run = steady_state(policy, at_load(base, 0.3), seed=4242, num_envs=32, min_steps=1_000, max_steps=1_000,
+                       rel_se=1.0)
+    assert abs(run["mean_delay"] - low) < 0.15 * low
