@@ -341,15 +341,20 @@ def guard_rule(spec: NetworkSpec, tuned: dict[str, TuningResult], encoding: Obse
     action, a load or own-server threshold, the signalled pool; stationary and feasible on the tuning seed)
     and reads the policy's observations (``encoding``: the rules' own, perhaps with an arrival-rate
     estimate after them, which the rule then skips: ``reading``), or None."""
-    head = spec.system.headline
-    sign = 1.0 if head.sense == "max" else -1.0
     if replace(encoding, rate=False) != ObservationEncoding.for_spec(spec):
         return None
-    ok = [r for r in tuned.values() if hasattr(r.rule, "guard_fields") and "unstable" not in r.metrics
-          and "arrivals" in r.metrics and feasible(r.metrics, spec)]
-    if not ok:
-        return None
-    return reading(max(ok, key=lambda r: sign * r.metrics[head.measure]).rule, encoding)
+    best = best_tuned({f: r for f, r in tuned.items() if hasattr(r.rule, "guard_fields")}, spec)
+    return None if best is None else reading(best.rule, encoding)
+
+
+def best_tuned(tuned: dict[str, TuningResult], spec: NetworkSpec) -> TuningResult | None:
+    """The best rule of ``tuned`` on its tuning seed among those measured there, stable and
+    meeting the constraint (the one a comparison is expected to pick), or None."""
+    head = spec.system.headline
+    sign = 1.0 if head.sense == "max" else -1.0
+    ok = [r for r in tuned.values() if "arrivals" in r.metrics and "unstable" not in r.metrics
+          and math.isfinite(r.metrics[head.measure]) and feasible(r.metrics, spec)]
+    return max(ok, key=lambda r: sign * r.metrics[head.measure]) if ok else None
 
 
 def reading(rule: Any, encoding: ObservationEncoding) -> Any:

@@ -34,6 +34,7 @@ from drl_ac.evaluation.selection import EVALUATION, Candidate, visited_states
 from drl_ac.rules.scheduled import ScheduledRule, scheduled
 from drl_ac.rules.tuning import TuningResult
 from drl_ac.study.compare import (
+    best_tuned,
     feasible,
     guard_rule,
     json_rows,
@@ -116,16 +117,6 @@ def tune_at(base: NetworkSpec, loads: Sequence[float], seed: int, budget: str, p
     return tuned_at
 
 
-def bar(tuned: dict[str, TuningResult], spec: NetworkSpec) -> TuningResult | None:
-    """The best rule of ``tuned`` on its tuning seed among those measured there, stable and
-    meeting the constraint: the one a load's re-tuned comparator is expected to pick."""
-    head = spec.system.headline
-    sign = 1.0 if head.sense == "max" else -1.0
-    ok = [r for r in tuned.values() if "arrivals" in r.metrics and "unstable" not in r.metrics
-          and math.isfinite(r.metrics[head.measure]) and feasible(r.metrics, spec)]
-    return max(ok, key=lambda r: sign * r.metrics[head.measure]) if ok else None
-
-
 def schedule(base: NetworkSpec, loads: Sequence[float], seed: int, budget: str, say: Say,
              tuned_at: dict[float, dict]) -> ScheduledRule | None:
     """The best rule that can guard at each load (``guard_rule``, among those ``tune_at``
@@ -158,7 +149,8 @@ def worse_ratio(value: float, reference: float, sense: str) -> float:
 def choose_across_loads(cands: Sequence[Candidate], base: NetworkSpec, loads: Sequence[float], seed: int,
                         budget: str, say: Say, tuned_at: dict[float, dict]) -> tuple[Candidate, list[dict]]:
     """The candidate with the smallest worst ratio (``worse_ratio``) over ``loads`` to each
-    load's ``bar`` rule, both in steady state on that load's validation seed (common random
+    load's best rule (``compare.best_tuned``), both in steady state on that load's validation
+    seed (common random
     numbers), among those stationary, meeting the constraint and not ``unstable`` at every load
     (checked from the peak down: a candidate is dropped at its first failure); every
     candidate's scores. When none qualifies, the one usable at the most loads, then by its
@@ -170,7 +162,7 @@ def choose_across_loads(cands: Sequence[Candidate], base: NetworkSpec, loads: Se
     runs = {x: Run(at_load(base, x), load_seed(seed, x), budget, say) for x in sorted(loads, reverse=True)}
     bars = {}
     for x, run in runs.items():
-        best = bar(tuned_at[x], run.spec)
+        best = best_tuned(tuned_at[x], run.spec)
         bars[x] = math.nan if best is None else measure(best.rule, run.spec, run.validation_seed, budget)[head.measure]
         say(f"load {x:g}: the bar is {'none' if best is None else best.rule.describe()}: {bars[x]:.4f}")
     scored = []
@@ -295,5 +287,5 @@ def table(results: list[dict[str, Any]], spec: NetworkSpec) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["COMPARATORS", "SWITCHED", "across_loads", "bar", "choose_across_loads", "comparator_loads", "default_hold",
+__all__ = ["COMPARATORS", "SWITCHED", "across_loads", "choose_across_loads", "comparator_loads", "default_hold",
            "load_range", "schedule", "table", "tune_at", "worse_ratio"]
