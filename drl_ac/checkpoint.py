@@ -234,7 +234,8 @@ class LoadedPolicy:
     typed object from training to export. The section's ``bias`` (and, for
     control, ``default_action`` or ``default_rule``) shape the greedy rule
     (``drl_ac.learning.qnet.greedy``, ``RuleDefault``). An admission policy calibrated to
-    randomise at its margin (``margin``, ``mix``: ``GreedyPolicy``) draws its uniforms from a
+    randomise at its margin (``margin``, ``mix``: ``GreedyPolicy``; each a list, one per band of
+    the arrival-rate estimate, with ``bias_edges``, when scheduled) draws its uniforms from a
     generator seeded with the section's ``mix_seed``, restarted by ``reset`` (so that candidates
     of a search see the same draws, and a run is reproducible)."""
 
@@ -244,15 +245,19 @@ class LoadedPolicy:
         self.obs_dim = int(section["obs_dim"])
         self.num_actions = int(section.get("num_actions", 2))
         self.encoding = policy_encoding(section)
-        self.bias = float(section.get("bias", 0.0))
+        self.bias_edges = tuple(float(e) for e in section.get("bias_edges", ()))
+        if self.bias_edges and not self.encoding.rate:
+            raise CheckpointError("bias_edges: a scheduled operating point switches by the arrival-rate estimate, "
+                                  "which this policy does not observe. Fix: train with rate_estimate or drop "
+                                  "bias_edges.")
+        self.bias, self.margin, self.mix = (_point(section.get(k, 0.0)) for k in ("bias", "margin", "mix"))
         self.default = int(section.get("default_action", -1))  # control: see drl_ac.learning.qnet.greedy
         rule = RuleDefault(section["default_rule"], self.encoding.rule_columns) if section.get("default_rule") \
             else None  # a tuned rule instead
         admission = bool(section.get("admission", True))
-        self.margin, self.mix = float(section.get("margin", 0.0)), float(section.get("mix", 0.0))
         self.module = GreedyPolicy(build_qnet(section) if qnet is None else qnet, self.bias, admission, self.default,
-                                   rule, self.margin, self.mix)
-        self.randomised = admission and self.mix > 0 and self.margin > 0
+                                   rule, self.margin, self.mix, self.bias_edges)
+        self.randomised = admission and bool(((self.module.mix > 0) & (self.module.margin > 0)).any())
         self.mix_seed = int(section.get("mix_seed", 0))
         self.reset()
 
@@ -281,7 +286,8 @@ class LoadedPolicy:
     def admit_probability(self, obs: np.ndarray) -> np.ndarray:
         """P(admit) per row of an admission policy: 1 or 0, except ``mix`` at its margin (what
         an exact evaluation of the policy, e.g. on a Markov chain, reads)."""
-        return self.module.admit_probability(self.module.qnet(self._tensor(obs)))[1].numpy().astype(float)
+        x = self._tensor(obs)
+        return self.module.admit_probability(self.module.qnet(x), x)[1].numpy().astype(float)
 
     @torch.no_grad()
     def __call__(self, obs: np.ndarray) -> np.ndarray:
@@ -289,6 +295,11 @@ class LoadedPolicy:
         if not self.randomised:
             return self.module(x).numpy()
         return self.module(x, torch.from_numpy(self.rng.random(x.shape[0], dtype=np.float32))).numpy()
+
+
+def _point(value: Any) -> float | tuple[float, ...]:
+    """A setting of the operating point: one float, or one per band of a schedule."""
+    return tuple(float(v) for v in value) if isinstance(value, (list, tuple)) else float(value)
 
 
 def load_policy(path: str | Path) -> LoadedPolicy:

@@ -23,8 +23,10 @@ seed.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from statistics import NormalDist
+
+import numpy as np
 
 from drl_ac.checkpoint import LoadedPolicy
 from drl_ac.evaluation.metrics import SharedStart, evaluate
@@ -34,6 +36,17 @@ from envs import NetworkSpec
 def upper_bound(m: dict, confidence: float) -> float:
     """One-sided upper confidence bound of an evaluation's violation."""
     return m["violation"] + NormalDist().inv_cdf(confidence) * m["violation_se"]
+
+
+def measurer(start: LoadedPolicy, spec: NetworkSpec, arrivals: int, seed: int, num_envs: int, settle: int
+             ) -> Callable[[LoadedPolicy], dict]:
+    """Evaluations of candidates of one calibration on common random numbers: the instances
+    warmed up once with ``start`` and every candidate measured from that state (``SharedStart``);
+    a periodic system by ``evaluate`` itself, on the same seed (see ``calibrate_bias``)."""
+    if spec.period is not None:
+        return lambda policy: evaluate(policy, spec, arrivals, seed, num_envs)
+    shared = SharedStart(spec, seed, settle, first=start, encoding=start.encoding)
+    return lambda policy: shared(policy, arrivals, num_envs)
 
 
 def calibrate_bias(policy: LoadedPolicy, spec: NetworkSpec, target: float, arrivals: int = 200_000, seed: int = 555,
@@ -57,21 +70,24 @@ def calibrate_bias(policy: LoadedPolicy, spec: NetworkSpec, target: float, arriv
     phases, windows in time; lockstep instances cannot share a warm-up there: in the steps a
     busy hour needs to warm up, a quiet one lives through several hours), on the same seed.
     """
-    start = policy
-    if spec.period is not None:
-        def evaluated(policy: LoadedPolicy) -> dict:
-            return evaluate(policy, spec, arrivals, seed, num_envs)
-    else:
-        shared = SharedStart(spec, seed, settle, first=start, encoding=start.encoding)
+    return search_bias(lambda bias, margin, mix: policy.replace(bias=bias, margin=margin, mix=mix),
+                       measurer(policy, spec, arrivals, seed, num_envs, settle), target, _step(policy), iterations,
+                       confidence, deadline, progress, randomise)
 
-        def evaluated(policy: LoadedPolicy) -> dict:
-            return shared(policy, arrivals, num_envs)
 
+def _step(policy: LoadedPolicy) -> float:
+    """The bias search's first step: a quarter of the multiplier's scale."""
+    return 0.25 * max(1.0, float(policy.section.get("lam", 1.0)))
+
+
+def search_bias(place: Callable[[float, float, float], LoadedPolicy], evaluated: Callable[[LoadedPolicy], dict],
+                target: float, step: float, iterations: int = 5, confidence: float = 0.95,
+                deadline: float | None = None, progress: Callable[[str], None] | None = None,
+                randomise: bool = False) -> tuple[float, dict]:
+    """``calibrate_bias``'s search over the policy ``place(bias, margin, mix)`` gives, each
+    measured by ``evaluated``, from a bracket ``step`` either side of 0."""
     def run(bias: float, margin: float = 0.0, mix: float = 0.0) -> dict:
-        m = evaluated(policy.replace(bias=bias, margin=margin, mix=mix))
-        if m["acceptance"] == 0:  # nothing accepted: nothing violated
-            m["violation"], m["violation_se"] = 0.0, 0.0
-        m["violation_upper"] = upper_bound(m, confidence)
+        m = _bounded(evaluated(place(bias, margin, mix)), confidence)
         m["margin"], m["mix"] = (margin, mix) if mix > 0 else (0.0, 0.0)
         if progress is not None:
             what = "overloaded" if m.get("overloaded") else f"acceptance {m['acceptance']:.4f}, violation " \
@@ -81,7 +97,6 @@ def calibrate_bias(policy: LoadedPolicy, spec: NetworkSpec, target: float, arriv
                      f"against {target:g}")
         return m
 
-    step = 0.25 * max(1.0, float(policy.section.get("lam", 1.0)))
     lo, hi = -step, step  # want violation(lo) > target >= violation(hi)
     m_hi = run(hi)
     while m_hi["violation_upper"] > target and hi < 1e4 * step:
@@ -106,6 +121,68 @@ def calibrate_bias(policy: LoadedPolicy, spec: NetworkSpec, target: float, arriv
     mix, m_mix, _, _ = _false_position(lambda p: run(hi, margin, p), 1.0, m_lo, 0.0, m_hi, target, iterations,
                                        deadline)
     return hi, m_mix
+
+
+def calibrate_schedule(policy: LoadedPolicy, specs: Sequence[NetworkSpec], seeds: Sequence[int], target: float,
+                       arrivals: int = 200_000, iterations: int = 5, confidence: float = 0.95, num_envs: int = 1000,
+                       settle: int = 200, passes: int = 2, progress: Callable[[str], None] | None = None,
+                       randomise: bool = False) -> tuple[LoadedPolicy, list[dict]]:
+    """One operating point per load (``specs``, one system at ascending arrival rates, each
+    measured on its own seed of ``seeds``), switched by the policy's own arrival-rate estimate
+    at the rates' geometric midpoints (``GreedyPolicy``'s ``edges``, as ``ScheduledRule``):
+    one bias calibrated at the peak leaves a quieter load's violation budget unspent.
+
+    Each band is calibrated at its load as ``calibrate_bias`` does, the other bands held. The
+    estimate crosses bands (a busy spell reads as a higher load), so the bands interact: every
+    band starts at the peak's one operating point, the most conservative; the bands are then
+    calibrated from the lowest load up, so that a band is calibrated with the bands above it
+    no more accepting than they end (with two loads the lower load stays within the target when
+    the top band is recalibrated after it). Each load is then measured again, and a band whose
+    load is above the target is calibrated again, for at most ``passes`` rounds. Returns the
+    scheduled policy and each load's evaluation at it (``violation_upper`` added)."""
+    rates = np.array([s.arrival_rate for s in specs], float)
+    if len(specs) < 2 or len(seeds) != len(specs) or not (np.diff(rates) > 0).all():
+        raise ValueError("calibrate_schedule: give at least two specs at ascending arrival rates, one seed each.")
+    if not policy.encoding.rate:
+        raise ValueError("calibrate_schedule: the policy does not observe the arrival-rate estimate. Fix: train "
+                         "with rate_estimate (--rate-estimate).")
+    measures = [measurer(policy, s, arrivals, seed, num_envs, settle) for s, seed in zip(specs, seeds, strict=True)]
+    options = {"target": target, "step": _step(policy), "iterations": iterations, "confidence": confidence,
+               "progress": progress, "randomise": randomise}
+    edges = np.sqrt(rates[:-1] * rates[1:]).tolist()
+    bias, m = search_bias(lambda b, g, x: policy.replace(bias=b, margin=g, mix=x, bias_edges=[]), measures[-1],
+                          **options)
+    points = [(bias, m["margin"], m["mix"])] * len(specs)
+
+    def placed(points: Sequence[tuple[float, float, float]]) -> LoadedPolicy:
+        return policy.replace(bias_edges=edges, **{k: [p[j] for p in points] for j, k in
+                                                   enumerate(("bias", "margin", "mix"))})
+
+    def band(i: int) -> None:
+        if progress is not None:
+            progress(f"calibration: the band of load {i + 1} of {len(specs)}, rate {rates[i]:.4g}")
+        b, m = search_bias(lambda *p: placed([*points[:i], p, *points[i + 1:]]), measures[i], **options)
+        points[i] = (b, m["margin"], m["mix"])
+
+    for i in range(len(specs)):
+        band(i)
+    for _ in range(passes):
+        measured = [_bounded(measure(placed(points)), confidence) for measure in measures]
+        over = [i for i, m in enumerate(measured) if m["violation_upper"] > target]
+        if not over:
+            break
+        for i in over:
+            band(i)
+    else:
+        measured = [_bounded(measure(placed(points)), confidence) for measure in measures]
+    return placed(points), measured
+
+
+def _bounded(m: dict, confidence: float) -> dict:
+    """An evaluation with its violation's one-sided upper bound (``upper_bound``)."""
+    if m["acceptance"] == 0:  # nothing accepted: nothing violated
+        m = {**m, "violation": 0.0, "violation_se": 0.0}
+    return {**m, "violation_upper": upper_bound(m, confidence)}
 
 
 def _false_position(run: Callable[[float], dict], lo: float, m_lo: dict, hi: float, m_hi: dict, target: float,

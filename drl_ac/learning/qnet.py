@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import nn
 
@@ -53,6 +55,13 @@ def greedy(q: torch.Tensor, admission: bool, bias: torch.Tensor | float = 0.0,
     return torch.where((advantage >= bias) | (fallback < 0), best, fallback)
 
 
+def rate_band(obs: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
+    """Per row, how many of ``edges`` (ascending arrival rates) are at or below the arrival-rate
+    estimate, the observation's last feature: the band a scheduled rule or operating point uses
+    (``numpy.searchsorted(edges, rate, side="right")``)."""
+    return (obs[:, -1:] >= edges).sum(1)
+
+
 class RuleDefault(nn.Module):
     """A tuned rule's action per observation, in torch so that it is exported with the policy
     (the default a guarded control policy keeps unless the network is confident). ``rule``:
@@ -98,7 +107,7 @@ class RuleDefault(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         if self.kind == "scheduled":
-            which = (obs[:, -1:] >= self.edges).sum(1)
+            which = rate_band(obs, self.edges)
             head = obs[:, : self.columns]
             return torch.stack([r(head) for r in self.rules], 1).gather(1, which[:, None]).squeeze(1)
         if self.columns is not None:
@@ -136,31 +145,52 @@ class GreedyPolicy(nn.Module):
     rule can only step between the few violations its states allow). The draw is an input:
     ``forward(obs, u)`` admits a row where ``u < P(admit)``, ``u`` uniform in [0, 1) per row,
     so an exported graph is reproducible from the caller's seed; without ``u`` it admits where
-    P(admit) is 1 (the conservative, deterministic part; ``mix`` 0: exactly the greedy rule)."""
+    P(admit) is 1 (the conservative, deterministic part; ``mix`` 0: exactly the greedy rule).
 
-    def __init__(self, qnet: QNetwork, bias: float = 0.0, admission: bool = True, default: int = -1,
-                 rule: RuleDefault | None = None, margin: float = 0.0, mix: float = 0.0):
+    A scheduled operating point (``edges``, ascending arrival rates): ``bias``, ``margin`` and
+    ``mix`` are then one value per band, the band where the arrival-rate estimate (the
+    observation's last feature) has i of the edges at or below it, as ``RuleDefault``'s
+    scheduled rule: one operating point calibrated at each load, where one calibrated at the
+    peak leaves a quieter load's violation budget unspent (``calibrate_schedule``)."""
+
+    def __init__(self, qnet: QNetwork, bias: float | Sequence[float] = 0.0, admission: bool = True, default: int = -1,
+                 rule: RuleDefault | None = None, margin: float | Sequence[float] = 0.0,
+                 mix: float | Sequence[float] = 0.0, edges: Sequence[float] = ()):
         super().__init__()
         self.qnet = qnet
         self.admission = admission
         self.rule = rule
-        self.register_buffer("bias", torch.tensor(float(bias)))
+        self.scheduled = len(edges) > 0
+        for name, value in (("bias", bias), ("margin", margin), ("mix", mix)):
+            value = torch.tensor(value, dtype=torch.float32)
+            if self.scheduled and value.shape != (len(edges) + 1,):
+                raise ValueError(f"{name}: {len(edges)} edges need {len(edges) + 1} values, one per band of the "
+                                 f"arrival-rate estimate, got shape {tuple(value.shape)}. Fix: give one per band.")
+            self.register_buffer(name, value)
+        self.register_buffer("edges", torch.tensor([float(e) for e in edges]))
         self.register_buffer("default", torch.tensor(int(default)))
-        self.register_buffer("margin", torch.tensor(float(margin)))
-        self.register_buffer("mix", torch.tensor(float(mix)))
 
-    def admit_probability(self, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(the best admitting action, P(admit)) per row of admission Q-values (B, K)."""
+    def operating_point(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(bias, margin, mix): one each, or per row, the band of the rate estimate's."""
+        if not self.scheduled:
+            return self.bias, self.margin, self.mix
+        band = rate_band(obs, self.edges)
+        return self.bias[band], self.margin[band], self.mix[band]
+
+    def admit_probability(self, q: torch.Tensor, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the best admitting action, P(admit)) per row of admission Q-values (B, K) at
+        observations ``obs``."""
+        bias, margin, mix = self.operating_point(obs)
         best = q[:, 1:].argmax(1) + 1
         advantage = q.gather(1, best[:, None]).squeeze(1) - q[:, 0]
         one, zero = torch.ones_like(advantage), torch.zeros_like(advantage)
-        p = torch.where(advantage >= self.bias, one,
-                        torch.where(advantage >= self.bias - self.margin, self.mix.expand_as(advantage), zero))
+        p = torch.where(advantage >= bias, one,
+                        torch.where(advantage >= bias - margin, mix.expand_as(advantage), zero))
         return best, p
 
     def forward(self, obs: torch.Tensor, u: torch.Tensor | None = None) -> torch.Tensor:
         if not self.admission:
             return greedy(self.qnet(obs), False, self.bias, self.default if self.rule is None else self.rule(obs))
-        best, p = self.admit_probability(self.qnet(obs))
+        best, p = self.admit_probability(self.qnet(obs), obs)
         admit = p >= 1 if u is None else u < p
         return torch.where(admit, best, torch.zeros_like(best))

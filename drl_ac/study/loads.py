@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from drl_ac.checkpoint import LoadedPolicy
+from drl_ac.evaluation.calibration import calibrate_schedule
 from drl_ac.evaluation.selection import EVALUATION, Candidate, visited_states
 from drl_ac.rules.scheduled import ScheduledRule, scheduled
 from drl_ac.rules.tuning import TuningResult
@@ -137,6 +139,27 @@ def schedule(base: NetworkSpec, loads: Sequence[float], seed: int, budget: str, 
         rules.append(rule)
         rates.append(spec.arrival_rate)
     return scheduled(rules, rates, encoding, sorted(loads))
+
+
+def calibrate_across(policy: LoadedPolicy, base: NetworkSpec, loads: Sequence[float], seed: int, budget: str,
+                     arrivals: int, say: Say) -> LoadedPolicy:
+    """An admission policy that observes its arrival-rate estimate, one operating point per
+    load (``calibrate_schedule``, each on that load's validation seed, mixing at the margin),
+    with a record of each load's under ``calibration``."""
+    from drl_ac.study.run import at_load, load_seed
+
+    xs = sorted(loads)
+    runs = [Run(at_load(base, x), load_seed(seed, x), budget, say) for x in xs]
+    out, measured = calibrate_schedule(policy, [r.spec for r in runs], [r.validation_seed for r in runs], base.eps,
+                                       arrivals=arrivals, progress=say, randomise=True)
+    at = [{"load": x, "seed": r.validation_seed, "bias": b, "margin": g, "mix": p, "acceptance": m["acceptance"],
+           "violation": m["violation"], "violation_upper": m["violation_upper"]}
+          for x, r, b, g, p, m in zip(xs, runs, out.bias, out.margin, out.mix, measured, strict=True)]
+    say("calibrated per load: " + "; ".join(f"{a['load']:g}: bias {a['bias']:+.4f} (w.p. {a['mix']:.4f} within "
+                                            f"{a['margin']:.4f} below), violation upper bound "
+                                            f"{a['violation_upper']:.4f}" for a in at))
+    return out.replace(calibration={"target": base.eps, "confidence": 0.95, "arrivals": arrivals,
+                                    "edges": list(out.bias_edges), "loads": at})
 
 
 def worse_ratio(value: float, reference: float, sense: str) -> float:

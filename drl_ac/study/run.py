@@ -40,7 +40,7 @@ from drl_ac import study
 from drl_ac.cli import HelpFormatter, dataclass_flags, progress_printer
 from drl_ac.folder_lock import FolderLock
 from drl_ac.parallel import run_jobs
-from drl_ac.study.loads import WEIGHTS, choose_across_loads, load_range, schedule
+from drl_ac.study.loads import WEIGHTS, calibrate_across, choose_across_loads, load_range, schedule
 from drl_ac.study.pipeline import Run
 from drl_ac.study.report import commit, phase_plot, report, write_summary
 from drl_ac.study.single_policy import judge
@@ -353,6 +353,10 @@ def candidates(config: StudyConfig, run: Run, tuned: dict, default: Any = None) 
         return taken, labels
     arrivals = config.calibration_arrivals or CALIBRATION[config.budget]
     at = run
+    if config.one_policy and config.rate_estimate:  # an operating point per load, switched by the estimate
+        base = study_spec(config, None)[0]
+        return [Candidate(f"{c.label}, calibrated per load", calibrate_across(
+            c.policy(), base, config.loads, run.seed, run.budget, arrivals, say).section) for c in taken], labels
     if config.one_policy:  # one bias for every load: calibrated at the peak, where the violation is highest
         peak = max(config.loads)
         at = Run(at_load(study_spec(config, None)[0], peak), run.seed, run.budget, say)

@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch import nn
 
+from drl_ac.checkpoint import CheckpointError
 from drl_ac.export import INPUT_NAME, OUTPUT_NAME, export_onnx, export_program
 from drl_ac.learning.qnet import GreedyPolicy, QNetwork, RuleDefault
 
@@ -182,7 +183,7 @@ def test_a_randomised_admission_policy_given_the_same_uniforms_decides_alike_in_
     policy = LoadedPolicy(section)
     with torch.no_grad():
         want = policy.module(torch.from_numpy(x), torch.from_numpy(u)).numpy()
-        _, p = policy.module.admit_probability(q)
+        _, p = policy.module.admit_probability(q, torch.from_numpy(x))
     mixed = (p > 0) & (p < 1)
     assert 0.3 < mixed.float().mean() < 0.5 and np.allclose(np.unique(p.numpy()), [0.0, 0.35, 1.0])
     assert 0.2 < want[mixed.numpy()].mean() < 0.5  # about 35% of the margin states admitted
@@ -194,3 +195,41 @@ def test_a_randomised_admission_policy_given_the_same_uniforms_decides_alike_in_
     np.testing.assert_array_equal(policy(x), first)
     deterministic = LoadedPolicy({**section, "mix": 0.0})(x)  # no mixing: the greedy rule at the bias
     np.testing.assert_array_equal(deterministic, (advantage >= section["bias"]).astype(np.int64))
+
+
+def test_a_scheduled_operating_point_uses_its_bands_bias_and_decides_alike_in_every_format(tmp_path):
+    """bias, margin and mix per band of the arrival-rate estimate (the last feature): each row
+    decides as the one-point policy of its band would, in torch, ONNX and torch.export."""
+    from drl_ac.checkpoint import LoadedPolicy, export_policy
+    from envs.observation import ObservationEncoding
+    module = greedy_policy()
+    x = states(6)
+    x[:, -1] = np.random.default_rng(4).uniform(0.5, 1.5, len(x)).astype(np.float32)  # the rate estimate
+    with torch.no_grad():
+        advantage = (lambda q: (q[:, 1] - q[:, 0]).numpy())(module.qnet(torch.from_numpy(x)))
+    low, high = (float(np.quantile(advantage, a)) for a in (0.3, 0.7))
+    encoding = ObservationEncoding(D - 1, False, rate=True).to_dict()
+    section = {"obs_dim": D, "num_actions": 2, "admission": True, "hidden": [32, 32], "scale": SCALE,
+               "state_dict": module.qnet.state_dict(), "encoding": encoding, "bias_edges": [1.0],
+               "bias": [low, high], "margin": [0.0, high - low], "mix": [0.0, 0.5], "mix_seed": 2}
+    policy = LoadedPolicy(section)
+    u = np.random.default_rng(5).random(len(x), dtype=np.float32)
+    with torch.no_grad():
+        want = policy.module(torch.from_numpy(x), torch.from_numpy(u)).numpy()
+    band = x[:, -1] >= 1.0
+    for b, (bias, margin, mix) in enumerate([(low, 0.0, 0.0), (high, high - low, 0.5)]):
+        alone = LoadedPolicy({**section, "bias_edges": [], "bias": bias, "margin": margin, "mix": mix})
+        with torch.no_grad():
+            own = alone.module(torch.from_numpy(x), torch.from_numpy(u)).numpy()
+        rows = band == bool(b)
+        np.testing.assert_array_equal(want[rows], own[rows])
+    assert want[~band].mean() > want[band].mean()  # the lower bias admits more
+    pt2, onnx_path = export_policy(policy, tmp_path)
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(session.run([OUTPUT_NAME], {INPUT_NAME: x, "u": u})[0], want)
+    np.testing.assert_array_equal(torch.export.load(pt2).module()(torch.from_numpy(x), torch.from_numpy(u)).numpy(),
+                                  want)
+    with pytest.raises(ValueError, match="one per band"):
+        LoadedPolicy({**section, "bias": [low]})
+    with pytest.raises(CheckpointError, match="bias_edges"):
+        LoadedPolicy({**section, "encoding": ObservationEncoding(D, False).to_dict()})

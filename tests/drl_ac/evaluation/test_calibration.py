@@ -118,3 +118,40 @@ def test_the_mixing_probability_moves_the_violation_continuously_and_monotonely(
     assert violations[0] == pytest.approx(0.0747, abs=1e-4) and violations[-1] == pytest.approx(0.1065, abs=1e-4)
     steps = np.diff(violations)
     assert (steps > 0).all() and steps.max() < 0.006  # monotone, no jump
+
+
+def test_a_schedule_spends_each_loads_budget_where_one_bias_at_the_peak_leaves_the_quiet_loads():
+    # M/M/1 with deadline 4 at rates 0.5 and 0.9 (accepting every job misses it w.p.
+    # exp(-(1 - rho) 4) = 0.135 at 0.5: both loads must reject), a threshold policy that also observes its
+    # arrival-rate estimate (weight 0 on it): one operating point per band of the estimate.
+    # Each load within eps with 95% confidence and near it (mixing), the quiet load's band
+    # more accepting, and the quiet load accepting more than under the peak's one bias.
+    from dataclasses import replace
+
+    from drl_ac.evaluation.calibration import calibrate_schedule
+    from drl_ac.evaluation.metrics import evaluate
+    from drl_ac.study.run import at_load
+
+    base = load_spec("mmc_c1", d_ub=4.0)
+    specs = [at_load(base, x) for x in (5 / 9, 1.0)]  # mmc_c1 is at 0.9: load 1 is its rate
+    assert [s.arrival_rate for s in specs] == pytest.approx([0.5, 0.9])
+    net = QNetwork(2, torch.ones(2), hidden=(), num_actions=2)
+    with torch.no_grad():
+        net.body[0].weight.copy_(torch.tensor([[0.0, 0.0], [-1.0, 0.0]]))
+        net.body[0].bias.zero_()
+    encoding = replace(ObservationEncoding.for_spec(base), rate=True)
+    section = {"obs_dim": 2, "num_actions": 2, "admission": True, "hidden": [], "scale": torch.ones(2),
+               "state_dict": net.state_dict(), "encoding": encoding.to_dict()}
+    lines: list[str] = []
+    policy, measured = calibrate_schedule(LoadedPolicy(section), specs, [555, 556], base.eps, arrivals=20_000,
+                                          num_envs=100, progress=lines.append, randomise=True)
+    assert policy.bias_edges == pytest.approx((math.sqrt(0.5 * 0.9),))
+    for m in measured:
+        assert m["violation_upper"] <= base.eps and base.eps - m["violation_upper"] < 0.015, measured
+    quiet, busy = policy.bias  # accept iff the waiting jobs w <= expm1(-bias): the quiet band admits longer queues
+    assert math.floor(math.expm1(-quiet)) > math.floor(math.expm1(-busy)), policy.bias
+    peak = calibrate_bias(LoadedPolicy(section), specs[1], base.eps, arrivals=20_000, seed=556, num_envs=100,
+                          randomise=True)
+    one = LoadedPolicy({**section, "bias": peak[0], "margin": peak[1]["margin"], "mix": peak[1]["mix"]})
+    a_one, a_scheduled = (evaluate(p, specs[0], 20_000, 555, 100)["acceptance"] for p in (one, policy))
+    assert a_scheduled > a_one + 0.005, (a_scheduled, a_one)
