@@ -235,9 +235,16 @@ def stability(policy: Policy, spec: NetworkSpec, seed: int = 20_000, num_envs: i
     backlog's make-up settle: one built in a hurry holds mostly young jobs, which under
     processor sharing leave faster than a settled backlog's (a drift down for a while even
     where the fluid limit grows). Near its limit an unstable policy's number in system grows
-    slowly (under PS, mostly the largest jobs stay), so the longer the horizon the surer."""
+    slowly (under PS, mostly the largest jobs stay), so the longer the horizon the surer.
+
+    An admission policy's backlog is built with every job admitted (its admitting action where
+    it would reject): its own rejections would keep the system near its typical state, there
+    would be no backlog to drain, and the test could only say ``undecided`` (a policy that reads
+    its arrival-rate estimate rejects more under the overload). From the backlog it decides
+    alone, and one that admits in the large states drifts up."""
     if spec.system.kind == "loss":
         return Stability("loss system", 0.0, 0.0, 0.0, 0.0, 0.0)
+    floor = 1 if spec.system.kind == "admission" else 0  # admission: action 0 rejects
     for k in range(doublings + 1):
         driver = Driver(spec, num_envs, seed=seed + k, encoding=getattr(policy, "encoding", None), max_jobs=max_jobs)
         eng = driver.engine
@@ -245,7 +252,7 @@ def stability(policy: Policy, spec: NetworkSpec, seed: int = 20_000, num_envs: i
         try:
             set_arrival_speed(driver, overload)
             for _ in range(build_steps << k):
-                obs, _ = driver.step(np.asarray(policy(obs), np.int64))
+                obs, _ = driver.step(np.maximum(np.asarray(policy(obs), np.int64), floor))
             set_arrival_speed(driver, 1.0)
             built, t_built = driver.jobs_in_system().astype(float), eng.now.copy()
             for i in range(steps << k):

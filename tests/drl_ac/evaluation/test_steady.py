@@ -100,6 +100,25 @@ def test_stability_flags_d2_beyond_its_limit_and_passes_d1():
     assert calm.verdict == "stable" and calm.end < calm.backlog, calm.describe()
 
 
+def test_an_admission_policy_drains_a_backlog_built_with_every_job_admitted():
+    # mmc_c5_overload: 5 servers at load 1.1. Its own rejections would build no backlog (the
+    # threshold rule never holds more than 12 jobs: undecided); the backlog is built with every
+    # job admitted, and the rule then rejects until it drains: stable. Accepting every job grows
+    # at 1.1 - 1 = 0.1 per unit time; a rule that admits again once 40 jobs are present (the
+    # states a backlog reaches) grows too.
+    from envs import load_spec
+
+    spec = load_spec("mmc_c5_overload")
+    threshold = lambda obs: (obs[:, 0] < 12).astype(np.int64)  # noqa: E731
+    calm = stability(threshold, spec, seed=5, num_envs=32, build_steps=1_000, steps=3_000, doublings=0)
+    assert calm.verdict == "stable" and calm.backlog > 100 and calm.end < 13, calm.describe()
+    accept = lambda obs: np.ones(obs.shape[0], np.int64)  # noqa: E731
+    extrapolates = lambda obs: ((obs[:, 0] < 12) | (obs[:, 0] >= 40)).astype(np.int64)  # noqa: E731
+    for policy in (accept, extrapolates):
+        grow = stability(policy, spec, seed=5, num_envs=32, build_steps=1_000, steps=3_000, doublings=0)
+        assert grow.verdict == "unstable" and grow.drift > 0.05, grow.describe()
+
+
 @pytest.mark.slow
 def test_stability_flags_the_issues_random_policy_3_percent_over_its_limit():
     """The policy that passed the old protocol (d = 2 w.p. 0.6 at load 0.9, lambda* = 8.70):
