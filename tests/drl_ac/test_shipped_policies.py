@@ -96,3 +96,32 @@ def test_the_shipped_one_policy_for_redundancy_holds_at_every_load_against_the_r
     run = steady_state(policy, at_load(base, 0.3), seed=4242, num_envs=32, min_steps=1_000, max_steps=1_000,
                        rel_se=1.0)
     assert abs(run["mean_delay"] - low) < 0.15 * low
+
+
+def test_the_shipped_one_policy_for_the_paper_tandem_keeps_eps_through_the_step():
+    """checkpoints/paper_tandem_poisson/policy.pt: one admission policy for loads 0.8 and 0.98, an
+    operating point per load switched by its own arrival-rate estimate; its table: stable and
+    within eps at both loads, better than the rule re-tuned at 0.98, and over paper_tandem_step
+    within eps in every window and better than the rules switched by the hour. A short run at
+    0.8 on other arrivals reads its acceptance there and a violation near eps."""
+    import json
+
+    from drl_ac.study import at_load
+
+    folder = ROOT / "checkpoints" / "paper_tandem_poisson"
+    saved = json.loads((folder / "one_policy.json").read_text())
+    assert [r["load"] for r in saved["loads"]] == [0.8, 0.98]
+    for r in saved["loads"]:
+        learned = r["rows"]["learned"]
+        assert learned["stability"]["verdict"] == "stable" and learned["violation"] <= 0.1
+    assert saved["loads"][1]["verdicts"]["re-tuned"]["outcome"] == "better"
+    (day,) = saved["profiles"]
+    assert day["scenario"] == "paper_tandem_step" and day["windows"]["learned"]["above_eps"] == []
+    assert day["verdicts"]["per hour"]["outcome"] == "better"
+    policy = load_policy(folder / "policy.pt")
+    assert policy.encoding.rate and len(policy.bias) == 2 and policy.bias[0] < policy.bias[1]  # quiet band admits more
+    assert 0.8 < policy.bias_edges[0] / 1.0 < 0.98  # between the loads' rates (the base's rate is 1)
+    spec = at_load(load_spec("paper_tandem_poisson"), 0.8)
+    run = evaluate(policy, spec, arrivals=60_000, seed=4242, num_envs=100)
+    shipped = saved["loads"][0]["rows"]["learned"]
+    assert abs(run["acceptance"] - shipped["acceptance"]) < 0.01 and 0.06 < run["violation"] < 0.13, run
