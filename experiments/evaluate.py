@@ -19,7 +19,8 @@ candidate goes to stderr (--quiet: none), the table (or JSON) to stdout.
 
 --load X drives the policy at load X of its system's reference rate (drl_ac.study.at_load, the
 loads of a study; a network's reference is its own arrival rate): a policy trained at one load,
-judged at another against the rules re-tuned there.
+judged at another against the rules re-tuned there. A policy trained over a load range
+(--one-policy) is driven at load X of the range's base scenario (drl_ac.study.loads.load_base).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from drl_ac.cli import HelpFormatter, engine_flags, progress_printer, use_engine
 from drl_ac.evaluation.metrics import evaluate, format_metrics
 from drl_ac.evaluation.tabular import train_tabular
 from drl_ac.rules import rules_of
+from drl_ac.study.loads import load_base
 from envs import NetworkSpec, SpecError, available_scenarios, load_spec
 
 
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
             if not args.load > 0:
                 raise ValueError(f"--load must be > 0, got {args.load:g}. Fix: give a fraction of the system's "
                                  "reference rate, e.g. --load 0.9.")
-            spec = study.at_load(spec, args.load)
+            spec = study.at_load(spec if args.scenario else load_base(policy.metadata, spec), args.load)
         policy.encoding.check(spec)
         if not args.baselines:
             metrics = evaluated(policy, spec, args)

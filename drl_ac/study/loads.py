@@ -49,7 +49,7 @@ from drl_ac.study.pipeline import Run
 from drl_ac.study.report import measures_cell
 from envs import NetworkSpec, SpecError
 from envs.distributions import Exponential
-from envs.observation import ObservationEncoding
+from envs.observation import ObservationEncoding, observed_period
 
 Say = Callable[[str], None]
 COMPARATORS = ("re-tuned", "average", "peak")  # the oracle (d), then (b) and (c) of the issue
@@ -98,6 +98,22 @@ def load_range(spec: NetworkSpec, loads: Sequence[float], hold: float | None = N
     cfg["arrival"] = {"dist": "poisson", "profile": {"period": width * len(table), "table": table, "observed": False}}
     cfg["name"] = f"{spec.name.split('@')[0]}@{loads[0]:g}-{loads[-1]:g}"
     return NetworkSpec.from_dict(cfg)
+
+
+def load_base(metadata: dict, spec: NetworkSpec) -> NetworkSpec:
+    """The system a load is a fraction of for a policy (a ``policy.pt``'s ``metadata``) run on
+    its own scenario ``spec``: for one trained over a load range (its ``load_range`` record)
+    the range's base, so that load 0.8 is the base's load 0.8, not 0.8 of the range's average
+    rate (a profile scaled, still moving between loads); ``spec`` otherwise. A range written
+    without the record is refused with the fix."""
+    record = metadata.get("load_range")
+    if record is not None:
+        return NetworkSpec.from_dict(record["base"])
+    if spec.period is not None and observed_period(spec) is None:
+        raise SpecError("load", f"{spec.name}: the policy was trained over a load range (its phase hidden), whose "
+                        "rate is no load of its own", "give the range's base scenario too, e.g. --scenario "
+                        f"{spec.name.split('@')[0]} --load 0.8")
+    return spec
 
 
 def comparator_loads(loads: Sequence[float]) -> dict[str, float | None]:

@@ -468,6 +468,8 @@ def study_load(job: dict[str, Any], say: Say | None = None) -> dict[str, Any]:
     section = {**chosen.section, "selection": {"chosen": chosen.label, "scores": scored},
                "metrics": {**plain["learned"], "scenario": spec.name, "load": load, "seed": config.seed,
                            "chosen": chosen.label, "verdict": verdict.outcome}}
+    if config.one_policy:  # what its loads are fractions of (``loads.load_base``)
+        section["load_range"] = {"base": base.to_dict(), "loads": sorted(config.loads)}
     stability = {name: m.get("stability") or {"verdict": "unstable", "why": m.get("unstable")}
                  for name, m in plain.items()}
     head = spec.system.headline

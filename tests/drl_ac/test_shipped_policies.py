@@ -107,6 +107,7 @@ def test_the_shipped_one_policy_for_the_paper_tandem_keeps_eps_through_the_step(
     import json
 
     from drl_ac.study import at_load
+    from drl_ac.study.loads import load_base
 
     folder = ROOT / "checkpoints" / "paper_tandem_poisson"
     saved = json.loads((folder / "one_policy.json").read_text())
@@ -121,7 +122,8 @@ def test_the_shipped_one_policy_for_the_paper_tandem_keeps_eps_through_the_step(
     policy = load_policy(folder / "policy.pt")
     assert policy.encoding.rate and len(policy.bias) == 2 and policy.bias[0] < policy.bias[1]  # quiet band admits more
     assert 0.8 < policy.bias_edges[0] / 1.0 < 0.98  # between the loads' rates (the base's rate is 1)
-    spec = at_load(load_spec("paper_tandem_poisson"), 0.8)
+    spec = at_load(load_base(policy.metadata, NetworkSpec.from_dict(policy.metadata["scenario"])), 0.8)
+    assert spec.arrival_rate == pytest.approx(0.8) and spec.period is None  # the base's load, as evaluate --load
     run = evaluate(policy, spec, arrivals=60_000, seed=4242, num_envs=100)
     shipped = saved["loads"][0]["rows"]["learned"]
     assert abs(run["acceptance"] - shipped["acceptance"]) < 0.01 and 0.06 < run["violation"] < 0.13, run

@@ -28,6 +28,7 @@ from drl_ac.study.loads import (
     choose_across_loads,
     comparator_loads,
     default_hold,
+    load_base,
     load_range,
     schedule,
     table,
@@ -202,6 +203,7 @@ def test_a_one_policy_study_writes_one_policy_and_one_table(tmp_path):
                        "--out", str(out), "--profiles", str(day)])
     section = load_file(out / "policy.pt")
     assert section["scenario"]["name"] == "mmc_c1@0.5-0.95"  # trained on the range
+    assert section["load_range"] == {"base": load_spec("mmc_c1").to_dict(), "loads": [0.5, 0.95]}  # and its base
     assert LoadedPolicy(section).encoding.period is None
     saved = json.loads((out / "one_policy.json").read_text())
     assert [r["load"] for r in saved["loads"]] == [0.5, 0.95]
@@ -336,3 +338,16 @@ def test_the_rules_switched_by_the_rate_estimate_are_a_comparator_of_their_own()
     low, high = (r["rows"] for r in results)
     assert abs(low["learned"]["mean_delay"] - low["d = 4"]["mean_delay"]) < 0.1 * low["d = 4"]["mean_delay"]
     assert "switched by the rate estimate (e)" in table(results, base)
+
+
+def test_a_load_of_a_policy_trained_over_a_range_is_a_load_of_the_ranges_base():
+    # mmc_c1 is at rate 0.9; its range 0.5-0.95 averages 0.6525. Load 0.8 of the range itself
+    # would scale the profile (rates 0.36 and 0.684, still moving): the base's load 0.8 is 0.72
+    base = load_spec("mmc_c1")
+    spec = load_range(base, [0.5, 0.95], hold=300.0)
+    record = {"load_range": {"base": base.to_dict(), "loads": [0.5, 0.95]}}
+    driven = at_load(load_base(record, spec), 0.8)
+    assert driven.arrival_rate == pytest.approx(0.72) and driven.period is None
+    assert load_base({}, base) is base  # a policy of one load: its own system
+    with pytest.raises(SpecError, match=r"load: .*load range.*--scenario mmc_c1 --load"):
+        load_base({}, spec)  # a range written without the record: refused, not scaled
