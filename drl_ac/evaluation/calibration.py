@@ -30,6 +30,7 @@ import numpy as np
 
 from drl_ac.checkpoint import LoadedPolicy
 from drl_ac.evaluation.metrics import SharedStart, evaluate
+from drl_ac.rules.scheduled import switch_rates
 from envs import NetworkSpec
 
 
@@ -129,7 +130,7 @@ def calibrate_schedule(policy: LoadedPolicy, specs: Sequence[NetworkSpec], seeds
                        randomise: bool = False) -> tuple[LoadedPolicy, list[dict]]:
     """One operating point per load (``specs``, one system at ascending arrival rates, each
     measured on its own seed of ``seeds``), switched by the policy's own arrival-rate estimate
-    at the rates' geometric midpoints (``GreedyPolicy``'s ``edges``, as ``ScheduledRule``):
+    at the rates' geometric midpoints (``switch_rates``; ``GreedyPolicy``'s ``edges``):
     one bias calibrated at the peak leaves a quieter load's violation budget unspent.
 
     Each band is calibrated at its load as ``calibrate_bias`` does, the other bands held. The
@@ -138,7 +139,8 @@ def calibrate_schedule(policy: LoadedPolicy, specs: Sequence[NetworkSpec], seeds
     calibrated from the lowest load up, so that a band is calibrated with the bands above it
     no more accepting than they end (with two loads the lower load stays within the target when
     the top band is recalibrated after it). Each load is then measured again, and a band whose
-    load is above the target is calibrated again, for at most ``passes`` rounds. Returns the
+    load is above the target is calibrated again, for at most ``passes`` rounds (a study's
+    choice then checks every load in steady state). Returns the
     scheduled policy and each load's evaluation at it (``violation_upper`` added)."""
     rates = np.array([s.arrival_rate for s in specs], float)
     if len(specs) < 2 or len(seeds) != len(specs) or not (np.diff(rates) > 0).all():
@@ -149,7 +151,7 @@ def calibrate_schedule(policy: LoadedPolicy, specs: Sequence[NetworkSpec], seeds
     measures = [measurer(policy, s, arrivals, seed, num_envs, settle) for s, seed in zip(specs, seeds, strict=True)]
     options = {"target": target, "step": _step(policy), "iterations": iterations, "confidence": confidence,
                "progress": progress, "randomise": randomise}
-    edges = np.sqrt(rates[:-1] * rates[1:]).tolist()
+    edges = switch_rates(rates).tolist()
     bias, m = search_bias(lambda b, g, x: policy.replace(bias=b, margin=g, mix=x, bias_edges=[]), measures[-1],
                           **options)
     points = [(bias, m["margin"], m["mix"])] * len(specs)

@@ -17,6 +17,13 @@ from drl_ac.learning.qnet import rule_of
 from envs.observation import ObservationEncoding
 
 
+def switch_rates(rates: Sequence[float]) -> np.ndarray:
+    """Where a schedule over ascending arrival ``rates`` switches on the rate estimate: the
+    geometric midpoints (the estimate's error is about proportional to the rate)."""
+    r = np.asarray(rates, float)
+    return np.sqrt(r[:-1] * r[1:])
+
+
 @dataclass(frozen=True)
 class ScheduledRule:
     """``rules[i]`` where the arrival-rate estimate lies between the geometric midpoints of
@@ -44,9 +51,8 @@ class ScheduledRule:
 
     @property
     def edges(self) -> np.ndarray:
-        """The rates where the rule switches: geometric midpoints of ``rates``."""
-        r = np.asarray(self.rates, float)
-        return np.sqrt(r[:-1] * r[1:])
+        """The rates where the rule switches (``switch_rates``)."""
+        return switch_rates(self.rates)
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         which = np.searchsorted(self.edges, obs[:, -1], side="right")  # as RuleDefault: edges <= the rate
@@ -80,4 +86,4 @@ def scheduled(rules: Sequence[Callable], rates: Sequence[float], encoding: Obser
                          tuple(float(x) for x in loads))
 
 
-__all__ = ["ScheduledRule", "scheduled"]
+__all__ = ["ScheduledRule", "scheduled", "switch_rates"]
