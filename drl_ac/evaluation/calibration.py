@@ -71,7 +71,7 @@ def calibrate_bias(policy: LoadedPolicy, spec: NetworkSpec, target: float, arriv
     phases, windows in time; lockstep instances cannot share a warm-up there: in the steps a
     busy hour needs to warm up, a quiet one lives through several hours), on the same seed.
     """
-    return search_bias(lambda bias, margin, mix: policy.replace(bias=bias, margin=margin, mix=mix),
+    return search_bias(lambda bias, margin, mix: policy.replace(bias=bias, margin=margin, mix=mix, bias_edges=[]),
                        measurer(policy, spec, arrivals, seed, num_envs, settle), target, _step(policy), iterations,
                        confidence, deadline, progress, randomise)
 
@@ -136,15 +136,18 @@ def calibrate_schedule(policy: LoadedPolicy, specs: Sequence[NetworkSpec], seeds
     Each band is calibrated at its load as ``calibrate_bias`` does, the other bands held. The
     estimate crosses bands (a busy spell reads as a higher load), so the bands interact: every
     band starts at the peak's one operating point, the most conservative; the bands are then
-    calibrated from the lowest load up, so that a band is calibrated with the bands above it
-    no more accepting than they end (with two loads the lower load stays within the target when
-    the top band is recalibrated after it). Each load is then measured again, and a band whose
-    load is above the target is calibrated again, for at most ``passes`` rounds (a study's
-    choice then checks every load in steady state). Returns the
-    scheduled policy and each load's evaluation at it (``violation_upper`` added)."""
+    calibrated from the lowest load up. With two loads the top band, calibrated last with the
+    low band now more accepting, ends no more accepting than it was while the low band was
+    calibrated, so the low load stays within the target; with more, a middle band may end more
+    accepting and push a lower load over. So each load is then measured again, and a band whose
+    load is above the target is calibrated again, for at most ``passes`` rounds; a load still
+    over is told to ``progress`` and its evaluation says so (``within``: False; a study's
+    choice then drops the candidate if it is above eps in steady state). Returns the scheduled
+    policy and each load's evaluation at it (``violation_upper`` and ``within`` added)."""
     rates = np.array([s.arrival_rate for s in specs], float)
     if len(specs) < 2 or len(seeds) != len(specs) or not (np.diff(rates) > 0).all():
-        raise ValueError("calibrate_schedule: give at least two specs at ascending arrival rates, one seed each.")
+        raise ValueError("calibrate_schedule: give at least two specs at ascending arrival rates, one seed each. "
+                         "Fix: give the loads ascending, each once (--loads).")
     if not policy.encoding.rate:
         raise ValueError("calibrate_schedule: the policy does not observe the arrival-rate estimate. Fix: train "
                          "with rate_estimate (--rate-estimate).")
@@ -177,6 +180,11 @@ def calibrate_schedule(policy: LoadedPolicy, specs: Sequence[NetworkSpec], seeds
             band(i)
     else:
         measured = [_bounded(measure(placed(points)), confidence) for measure in measures]
+    for i, m in enumerate(measured):
+        m["within"] = m["violation_upper"] <= target
+        if not m["within"] and progress is not None:
+            progress(f"calibration: the load at rate {rates[i]:.4g} is still above the target after {passes} "
+                     f"rounds (upper bound {m['violation_upper']:.4f})")
     return placed(points), measured
 
 

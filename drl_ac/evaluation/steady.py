@@ -237,8 +237,8 @@ def stability(policy: Policy, spec: NetworkSpec, seed: int = 20_000, num_envs: i
     where the fluid limit grows). Near its limit an unstable policy's number in system grows
     slowly (under PS, mostly the largest jobs stay), so the longer the horizon the surer.
 
-    An admission policy's backlog is built with every job admitted (its admitting action where
-    it would reject): its own rejections would keep the system near its typical state, there
+    An admission policy's backlog is built with every job admitted (action 1, the first
+    admitting action, where it would reject): its own rejections would keep the system near its typical state, there
     would be no backlog to drain, and the test could only say ``undecided`` (a policy that reads
     its arrival-rate estimate rejects more under the overload). From the backlog it decides
     alone, and one that admits in the large states drifts up."""

@@ -161,11 +161,22 @@ class GreedyPolicy(nn.Module):
         self.admission = admission
         self.rule = rule
         self.scheduled = len(edges) > 0
+        if self.scheduled and not admission:
+            raise ValueError("bias_edges: an operating point per band of the rate estimate is an admission "
+                             "policy's. Fix: drop bias_edges on a control policy.")
+        if list(edges) != sorted(set(edges)):
+            raise ValueError(f"bias_edges: {list(edges)} must be ascending arrival rates, each once. Fix: give the "
+                             "rates where the operating point switches, lowest first.")
         for name, value in (("bias", bias), ("margin", margin), ("mix", mix)):
             value = torch.tensor(value, dtype=torch.float32)
+            if self.scheduled and value.ndim == 0:  # one value for every band
+                value = value.expand(len(edges) + 1).clone()
             if self.scheduled and value.shape != (len(edges) + 1,):
                 raise ValueError(f"{name}: {len(edges)} edges need {len(edges) + 1} values, one per band of the "
                                  f"arrival-rate estimate, got shape {tuple(value.shape)}. Fix: give one per band.")
+            if not self.scheduled and value.ndim != 0:
+                raise ValueError(f"{name}: {tuple(value.shape)} values without bias_edges. Fix: give one value, or "
+                                 "bias_edges with one fewer rate than values.")
             self.register_buffer(name, value)
         self.register_buffer("edges", torch.tensor([float(e) for e in edges]))
         self.register_buffer("default", torch.tensor(int(default)))

@@ -110,9 +110,10 @@ def load_base(metadata: dict, spec: NetworkSpec) -> NetworkSpec:
     if record is not None:
         return NetworkSpec.from_dict(record["base"])
     if spec.period is not None and observed_period(spec) is None:
-        raise SpecError("load", f"{spec.name}: the policy was trained over a load range (its phase hidden), whose "
-                        "rate is no load of its own", "give the range's base scenario too, e.g. --scenario "
-                        f"{spec.name.split('@')[0]} --load 0.8")
+        raise SpecError("load", f"{spec.name}: its arrival rate follows a profile whose phase the policy does not "
+                        "see (a load range, or a day with its clock hidden): a load of it is no fixed load",
+                        "give the stationary scenario to drive at that load with --scenario (for a load range, "
+                        "its base), e.g. --scenario NAME --load 0.8")
     return spec
 
 
@@ -169,7 +170,7 @@ def calibrate_across(policy: LoadedPolicy, base: NetworkSpec, loads: Sequence[fl
     out, measured = calibrate_schedule(policy, [r.spec for r in runs], [r.validation_seed for r in runs], base.eps,
                                        arrivals=arrivals, progress=say, randomise=True)
     at = [{"load": x, "seed": r.validation_seed, "bias": b, "margin": g, "mix": p, "acceptance": m["acceptance"],
-           "violation": m["violation"], "violation_upper": m["violation_upper"]}
+           "violation": m["violation"], "violation_upper": m["violation_upper"], "within": m["within"]}
           for x, r, b, g, p, m in zip(xs, runs, out.bias, out.margin, out.mix, measured, strict=True)]
     say("calibrated per load: " + "; ".join(f"{a['load']:g}: bias {a['bias']:+.4f} (w.p. {a['mix']:.4f} within "
                                             f"{a['margin']:.4f} below), violation upper bound "

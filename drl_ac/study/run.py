@@ -353,7 +353,7 @@ def candidates(config: StudyConfig, run: Run, tuned: dict, default: Any = None) 
         return taken, labels
     arrivals = config.calibration_arrivals or CALIBRATION[config.budget]
     at = run
-    if config.one_policy and config.rate_estimate:  # an operating point per load, switched by the estimate
+    if config.one_policy and taken[0].policy().encoding.rate:  # an operating point per load, by the estimate
         base = study_spec(config, None)[0]
         return [Candidate(f"{c.label}, calibrated per load", calibrate_across(
             c.policy(), base, config.loads, run.seed, run.budget, arrivals, say).section) for c in taken], labels

@@ -231,5 +231,14 @@ def test_a_scheduled_operating_point_uses_its_bands_bias_and_decides_alike_in_ev
                                   want)
     with pytest.raises(ValueError, match="one per band"):
         LoadedPolicy({**section, "bias": [low]})
+    with pytest.raises(ValueError, match="bias: .* without bias_edges"):  # a list without edges: no silent per-row bias
+        LoadedPolicy({**section, "bias_edges": []})
+    with pytest.raises(ValueError, match="bias_edges: .*ascending"):
+        LoadedPolicy({**section, "bias_edges": [1.0, 0.5], "bias": [low, high, high], "margin": 0.0, "mix": 0.0})
+    with pytest.raises(ValueError, match="bias_edges: .*admission policy"):
+        LoadedPolicy({**section, "admission": False})
+    same = LoadedPolicy({**section, "bias": [low, low], "margin": 0.0, "mix": 0.0})  # a scalar serves every band
+    np.testing.assert_array_equal(same(x), LoadedPolicy({**section, "bias_edges": [], "bias": low, "margin": 0.0,
+                                                         "mix": 0.0})(x))
     with pytest.raises(CheckpointError, match="bias_edges"):
         LoadedPolicy({**section, "encoding": ObservationEncoding(D, False).to_dict()})

@@ -147,7 +147,7 @@ def test_a_schedule_spends_each_loads_budget_where_one_bias_at_the_peak_leaves_t
                                           num_envs=100, progress=lines.append, randomise=True)
     assert policy.bias_edges == pytest.approx((math.sqrt(0.5 * 0.9),))
     for m in measured:
-        assert m["violation_upper"] <= base.eps and base.eps - m["violation_upper"] < 0.015, measured
+        assert m["within"] and base.eps - m["violation_upper"] < 0.015, measured
     quiet, busy = policy.bias  # accept iff the waiting jobs w <= expm1(-bias): the quiet band admits longer queues
     assert math.floor(math.expm1(-quiet)) > math.floor(math.expm1(-busy)), policy.bias
     peak = calibrate_bias(LoadedPolicy(section), specs[1], base.eps, arrivals=20_000, seed=556, num_envs=100,

@@ -349,5 +349,5 @@ def test_a_load_of_a_policy_trained_over_a_range_is_a_load_of_the_ranges_base():
     driven = at_load(load_base(record, spec), 0.8)
     assert driven.arrival_rate == pytest.approx(0.72) and driven.period is None
     assert load_base({}, base) is base  # a policy of one load: its own system
-    with pytest.raises(SpecError, match=r"load: .*load range.*--scenario mmc_c1 --load"):
+    with pytest.raises(SpecError, match=r"load: .*a load range.*--scenario NAME --load"):
         load_base({}, spec)  # a range written without the record: refused, not scaled
