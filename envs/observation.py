@@ -80,7 +80,8 @@ class ObservationEncoding:
     def phase_column(self) -> int:
         """The first of the two phase columns (1 + sin, 1 + cos) of an observed profile."""
         if not self.period:
-            raise ValueError("phase_column: this encoding observes no phase (no observed arrival profile).")
+            raise ValueError("phase_column: this encoding observes no phase (no observed arrival profile). Fix: use "
+                             "the encoding of a scenario whose arrival profile is observed.")
         n = self.num_stations + 1 if self.pool else self.num_stations * (2 if self.include_in_service else 1)
         return n + (self.num_classes if self.num_classes > 1 else 0)
 

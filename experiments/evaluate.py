@@ -4,6 +4,7 @@
     python experiments/evaluate.py --checkpoint PATH --scenario tandem --arrivals 500000 --json
     python experiments/evaluate.py --checkpoint PATH --baselines      # one comparison table and a verdict
     python experiments/evaluate.py --checkpoint checkpoints/redundancy_ps/load-0.3/policy.pt --load 0.9 --baselines
+    python experiments/evaluate.py --checkpoint checkpoints/cell_5g/policy.pt --baselines --per-hour
 
 With --baselines the rules of the policy's system are tuned on their own seed (drl_ac.rules:
 every constant action and today's rule families; a network: queue thresholds, highest
@@ -16,6 +17,11 @@ one is judged against the best feasible, stable rule with a paired 95% interval
 (drl_ac.study). A network also gets the paper's tabular R-learning, trained in the same
 environment (a learned comparator, not a rule). Tuning takes a while: one line per
 candidate goes to stderr (--quiet: none), the table (or JSON) to stdout.
+
+--per-hour (a day of hourly rate tables, as cell_5g's) adds the oracle of a policy that sees the
+clock: every rule family re-tuned at each hour's rates and switched by the hour
+(drl_ac.study.profiles.per_hour_rules), judged with the rest, then a table hour by hour of the
+learned policy against the best of them.
 
 --load X drives the policy at load X of its system's reference rate (drl_ac.study.at_load, the
 loads of a study; a network's reference is its own arrival rate): a policy trained at one load,
@@ -38,7 +44,10 @@ from drl_ac.evaluation.metrics import evaluate, format_metrics
 from drl_ac.evaluation.tabular import train_tabular
 from drl_ac.rules import rules_of
 from drl_ac.study.loads import load_base
+from drl_ac.study.profiles import by_hour_table, hour_jobs, per_hour_from, table_hours, tune_many
 from envs import NetworkSpec, SpecError, available_scenarios, load_spec
+
+CELL_RULES = {"all": None, "thresholds": 0, "guards": 1}  # --cell-rules: the cell tuner's chains
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -63,6 +72,15 @@ def main(argv: list[str] | None = None) -> None:
                    help="training decisions of the tabular baseline (default: the paper's 500k, 1.5M for 4+ stations)")
     p.add_argument("--cell-measure", choices=("dropping", "handover_dropping"), default="dropping",
                    help="a cell: the measure the rules keep <= eps")
+    p.add_argument("--cell-rules", choices=tuple(CELL_RULES), default="all",
+                   help="a cell: the rule families tuned: all, thresholds (accept-all, the PRB threshold, the "
+                        "per-type and per-phase tables) or guards (the guard and fractional guard channels)")
+    p.add_argument("--per-hour", action="store_true",
+                   help="--baselines on a day of hourly rate tables (a cell's): also every rule family re-tuned at "
+                        "each hour's rates and switched by the hour (the oracle), with a table hour by hour")
+    p.add_argument("--workers", type=int, default=1,
+                   help="--baselines: processes that tune at once, the day's rules and each hour's of --per-hour "
+                        "(their progress lines are not shown; same rules as one process)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr while --baselines tunes")
     engine_flags(p)
     args = p.parse_args(argv)
@@ -77,19 +95,28 @@ def main(argv: list[str] | None = None) -> None:
                                  "reference rate, e.g. --load 0.9.")
             spec = study.at_load(spec if args.scenario else load_base(policy.metadata, spec), args.load)
         policy.encoding.check(spec)
+        if args.workers < 1:
+            raise ValueError(f"--workers must be >= 1, got {args.workers}. Fix: give a number of processes.")
+        if args.per_hour:
+            if not args.baselines:
+                raise ValueError("--per-hour adds rules to the --baselines comparison. Fix: add --baselines.")
+            table_hours(spec)  # a day of hourly rate tables, or a SpecError that says what to give
         if not args.baselines:
             metrics = evaluated(policy, spec, args)
     except (CheckpointError, SpecError, ValueError) as exc:
         sys.exit(f"error: {exc}")
     own = spec.system.own_measures()  # a system with measures of its own prints them as a table
     if args.baselines:
-        rows, verdict = compare_with_baselines(policy, spec, args)
+        rows, verdict, hourly = compare_with_baselines(policy, spec, args)
         if args.json:
-            print(json.dumps(finite_json({"verdict": verdict.to_dict(), "rows": study.json_rows(rows)})))
+            print(json.dumps(finite_json({"verdict": verdict.to_dict(), "rows": study.json_rows(rows),
+                                          **({"per_hour": hourly} if hourly else {})})))  # each hour's rule
         else:
             print(study.table(rows, verdict, spec))
             if own is not None:
                 print("\n" + own.table([{"policy": k, **v} for k, v in rows.items()], spec))
+            if hourly:
+                print("\n" + by_hour_table(rows, spec, hourly))
     elif args.json:
         print(json.dumps(finite_json(metrics)))
     elif own is not None:
@@ -112,15 +139,22 @@ def evaluated(policy, spec, args) -> dict:
     return evaluate(policy, spec, arrivals=args.arrivals, seed=args.seed, num_envs=args.num_envs)
 
 
-def compare_with_baselines(policy, spec, args) -> tuple[dict[str, dict], study.Verdict]:
+def compare_with_baselines(policy, spec, args) -> tuple[dict[str, dict], study.Verdict, dict[str, list[str]]]:
     """The study's comparison on the evaluation seed ``args.seed`` (+ the study's offsets), and
-    for a network the tabular R-learning row beside it."""
+    for a network the tabular R-learning row beside it; with ``--per-hour`` the rules re-tuned
+    for each hour among the rows (returned last: each one's rule per hour)."""
     say = progress_printer(getattr(args, "quiet", False))
     takes = inspect.signature(rules_of(spec).tuned_rules).parameters
     tuning = {} if args.tune_arrivals is None or "arrivals" not in takes else {"arrivals": args.tune_arrivals}
     if "measure" in takes:
         tuning["measure"] = args.cell_measure
-    rows, verdict = study.compare(policy, spec, args.seed, args.budget, progress=say, **tuning)
+    if "chain" in takes and CELL_RULES[getattr(args, "cell_rules", "all")] is not None:
+        tuning["chain"] = CELL_RULES[args.cell_rules]
+    jobs, index = hour_jobs(spec, args.seed) if getattr(args, "per_hour", False) else ([], [])
+    tuned, *hours = tune_many([(spec, args.seed), *jobs], args.budget, getattr(args, "workers", 1), say, **tuning)
+    hourly = per_hour_from(spec, index, hours) if jobs else {}
+    tuned.update(hourly)
+    rows, verdict = study.compare(policy, spec, args.seed, args.budget, progress=say, tuned=tuned)
     if spec.system.kind == "admission":
         lam = args.tabular_lam if args.tabular_lam is not None else paper_lam(spec, policy)
         decisions = args.tabular_decisions or (500_000 if spec.num_stations < 4 else 1_500_000)
@@ -129,7 +163,7 @@ def compare_with_baselines(policy, spec, args) -> tuple[dict[str, dict], study.V
         rows["tabular R-learning"] = {"rule": f"lam {lam:g}, {decisions} decisions",
                                       **study.measure(tab, spec, args.seed + study.EVALUATION, args.budget)}
     say("done")
-    return rows, verdict
+    return rows, verdict, {name: [r.describe() for r in result.rule.rules] for name, result in hourly.items()}
 
 
 def paper_lam(spec, policy) -> float:

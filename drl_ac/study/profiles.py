@@ -21,7 +21,7 @@ differences are over instances of the same phase.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
@@ -31,7 +31,14 @@ import numpy as np
 from drl_ac.evaluation.metrics import evaluate, paired_difference, undefined
 from drl_ac.evaluation.selection import EVALUATION
 from drl_ac.rules.tuning import TuningResult
-from drl_ac.study.compare import BUDGETS, feasible, json_rows, skips_steady_state, stability_first
+from drl_ac.study.compare import (
+    BUDGETS,
+    feasible,
+    json_rows,
+    skips_steady_state,
+    stability_first,
+    tune_rules,
+)
 from drl_ac.study.loads import tune_at
 from drl_ac.study.pipeline import Run
 from drl_ac.study.report import measures_cell, phase_plot
@@ -73,6 +80,174 @@ class HourlyRule:
 
     def describe(self) -> str:
         return self.label
+
+
+def hourly(by_hour: Sequence[dict[str, TuningResult]], encoding: ObservationEncoding) -> dict[str, HourlyRule]:
+    """Per rule family tuned at every hour (``by_hour[h]``: the families tuned for hour h), that
+    family switched by the hour (one rule where it is the same at every hour: a constant action)."""
+    out: dict[str, HourlyRule] = {}
+    for family in sorted({f for tuned in by_hour for f in tuned}):
+        if all(family in tuned for tuned in by_hour):
+            rules = [tuned[family].rule for tuned in by_hour]
+            out[family] = HourlyRule(rules, encoding, f"{family} re-tuned for each hour's load") \
+                if len({r.describe() for r in rules}) > 1 else HourlyRule(rules[:1], encoding, rules[0].describe())
+    return out
+
+
+def table_hours(profile: NetworkSpec) -> int:
+    """The number of hours of ``profile``'s day: the length of its Poisson rate tables, which
+    must all be tables of that one length over one period, whose clock a controller observes
+    (the rules switched by the hour read it)."""
+    tables = _tables(profile.to_dict())
+    for where, profile_ in tables:
+        if "table" not in profile_:
+            raise SpecError(f"{where}.profile", f"{profile.name}: hours are the entries of its Poisson rate tables, "
+                            "and this profile is not a table", "give it {period: P, table: [...]}, one rate per hour")
+    lengths, periods = {len(p["table"]) for _, p in tables}, {p["period"] for _, p in tables}
+    if not tables or len(lengths) != 1 or len(periods) != 1:
+        why = "it has none" if not tables else "their lengths differ" if len(lengths) != 1 else "their periods differ"
+        raise SpecError("profile", f"{profile.name}: hours are the entries of its Poisson rate tables, and {why} "
+                        f"({', '.join(w for w, _ in tables) or 'no profile'})",
+                        "give every profiled stream a table of one rate per hour over the same period")
+    if not profile.system.encoding().period:
+        raise SpecError("profile", f"{profile.name}: its clock is hidden from the controller (observed: false), and "
+                        "the rules switched by the hour read it", "give a scenario whose profile is observed")
+    return lengths.pop()
+
+
+def hour_spec(profile: NetworkSpec, hour: int) -> NetworkSpec:
+    """``profile`` held at its ``hour``-th table entry: every Poisson table profile (each
+    stream's arrivals, a cell's handovers) at the rate its table gives that hour, stationary,
+    named ``name@hHOUR``: the load a rule re-tuned for that hour is tuned at."""
+    hours = table_hours(profile)
+    if not 0 <= hour < hours:
+        raise ValueError(f"hour must be in 0..{hours - 1} for {profile.name}, got {hour}. Fix: give an hour of its "
+                         "table.")
+
+    def held(node: Any, where: str) -> Any:
+        if isinstance(node, dict):
+            if isinstance(node.get("profile"), dict):
+                rate = node["profile"]["table"][hour]
+                if not rate > 0:
+                    raise SpecError(f"{where}.profile.table[{hour}]", f"{profile.name}: no arrivals in hour {hour}, "
+                                    "and a rule is tuned for an hour at its rates", "give that hour a positive rate "
+                                    "(e.g. 1e-3), or compare without --per-hour")
+                return {"dist": "poisson", "rate": rate}
+            return {k: held(v, f"{where}.{k}" if where else k) for k, v in node.items()}
+        return [held(v, f"{where}[{i}]") for i, v in enumerate(node)] if isinstance(node, list) else node
+
+    cfg = held(profile.to_dict(), "")
+    cfg["name"] = f"{profile.name}@h{hour}"
+    return NetworkSpec.from_dict(cfg)
+
+
+def _tables(node: Any, where: str = "") -> list[tuple[str, dict]]:
+    """Every rate profile in a spec's dict (``NetworkSpec.to_dict``), with where it is (e.g.
+    ``cell.types[2].handover``)."""
+    if isinstance(node, dict):
+        if isinstance(node.get("profile"), dict):
+            return [(where, node["profile"])]
+        return [t for k, v in node.items() for t in _tables(v, f"{where}.{k}" if where else k)]
+    return [t for i, v in enumerate(node) for t in _tables(v, f"{where}[{i}]")] if isinstance(node, list) else []
+
+
+def hour_jobs(profile: NetworkSpec, seed: int) -> tuple[list[tuple[NetworkSpec, int]], list[int]]:
+    """What ``per_hour_rules`` tunes: each distinct hour's spec (``hour_spec``) with its seed
+    (``seed`` + 7,919 x (hour + 1) of the first hour with those rates), and for each hour the
+    index of its job. Hours with the same rates are tuned once: a cell's rules at 13 distinct
+    hours of cell_5g's 24."""
+    jobs: list[tuple[NetworkSpec, int]] = []
+    keys: dict[str, int] = {}
+    index = []
+    for h in range(table_hours(profile)):
+        spec = hour_spec(profile, h)
+        key = repr({k: v for k, v in spec.to_dict().items() if k != "name"})
+        if key not in keys:
+            keys[key] = len(jobs)
+            jobs.append((spec, seed + 7_919 * (h + 1)))
+        index.append(keys[key])
+    return jobs, index
+
+
+def tune_many(jobs: Sequence[tuple[NetworkSpec, int]], budget: str, workers: int = 1, progress: Say = lambda s: None,
+              **tuning: Any) -> list[dict[str, TuningResult]]:
+    """``tune_rules`` for each (spec, seed) of ``jobs``, in this process or in a pool of
+    ``workers`` spawned processes (``drl_ac.parallel.run_jobs``: each job's rules depend on its
+    seed alone, not on where it ran; ``progress`` hears only the jobs run here, and each
+    one's end)."""
+    from drl_ac.parallel import run_jobs
+
+    payload = [{"spec": spec.to_dict(), "seed": seed, "budget": budget, "tuning": tuning,
+                "progress": progress if workers <= 1 else None} for spec, seed in jobs]
+    out = []
+    for (spec, _), tuned in zip(jobs, run_jobs(_tune_job, payload, workers), strict=True):
+        progress(f"tuned the rules of {spec.name}")
+        out.append(tuned)
+    return out
+
+
+def _tune_job(job: dict) -> dict[str, TuningResult]:
+    return tune_rules(NetworkSpec.from_dict(job["spec"]), job["seed"], job["budget"],
+                      job["progress"] or (lambda s: None), **job["tuning"])
+
+
+def per_hour_from(profile: NetworkSpec, index: Sequence[int], tuned: Sequence[dict[str, TuningResult]]
+                  ) -> dict[str, TuningResult]:
+    """``per_hour_rules``' rows from the rules tuned for ``hour_jobs``' jobs (``tuned[index[h]]``:
+    hour h's)."""
+    by_hour = [tuned[i] for i in index]
+    return {f"{family} per hour": TuningResult(rule, {})
+            for family, rule in hourly(by_hour, profile.system.encoding()).items() if len(rule.rules) > 1}
+
+
+def per_hour_rules(profile: NetworkSpec, seed: int, budget: str, progress: Say = lambda s: None, workers: int = 1,
+                   **tuning: Any) -> dict[str, TuningResult]:
+    """The oracle (d) of a day for a policy that sees the clock: every rule family of
+    ``profile``'s system re-tuned at each hour's rates (``hour_jobs``; ``workers`` processes at
+    once, ``tune_many``) and switched by the hour (``hourly``), as ``FAMILY per hour``; a family
+    that is one rule at every hour (accept-all) is left to the day's own. ``tuning``: the
+    tuner's options, as ``tune_rules``'."""
+    jobs, index = hour_jobs(profile, seed)
+    return per_hour_from(profile, index, tune_many(jobs, budget, workers, progress, **tuning))
+
+
+def by_hour_table(rows: dict[str, dict], spec: NetworkSpec, hourly_rows: Mapping[str, Sequence[str]]) -> str:
+    """The headline and its constraint hour by hour (``NAME_by_phase``), learned against the
+    best of ``hourly_rows`` (``per_hour_rules``' rows: each one's rule per hour, shown where the
+    bins are the hours) that meets the constraint over the day
+    (``feasible``): where in the day the policy gains or loses against the oracle. The hour's
+    difference has a 95% interval from the two rows' own (conservative: the rows share their
+    seed, so their errors correlate positively; each hour's own, not corrected for 24 looks).
+    The rows are the evaluation's phase bins (24: hours of a 24-hour table)."""
+    head = spec.system.headline
+    key = f"{head.measure}_by_phase"
+    ok = [n for n in hourly_rows if key in rows[n] and feasible(rows[n], spec)]
+    if key not in rows["learned"] or not ok:
+        why = "no rule re-tuned per hour meets eps" if key in rows["learned"] else f"the rows hold no {key}"
+        return f"No hour-by-hour table: {why}.\n"
+    sign = 1.0 if head.sense == "max" else -1.0
+    best = max(ok, key=lambda n: sign * rows[n][head.measure])
+    learned, rule = rows["learned"], rows[best]
+    shown = [k for k in (head.measure, head.constraint) if k is not None]
+
+    def cell(m: dict, k: str, j: int) -> str:
+        lo, hi = m[f"{k}_by_phase_ci"][j]
+        return f"{m[f'{k}_by_phase'][j]:.4f} [{lo:.4f}, {hi:.4f}]"
+
+    hours = int(learned["phase_bins"]) == len(hourly_rows[best])
+    unit = "hour" if hours else "window"
+    lines = [f"By {unit}: learned against {best} ({rule['rule']}), 95% intervals.", "",
+             f"| {unit} | " + " | ".join(f"learned {k} | rule {k}" for k in shown)
+             + f" | learned - rule ({head.measure}) |" + (" the rule that hour |" if hours else ""),
+             "|---|" + "---|---|" * len(shown) + "---|" + ("---|" if hours else "")]
+    for j in range(int(learned["phase_bins"])):
+        (la, lb), (ra, rb) = learned[f"{key}_ci"][j], rule[f"{key}_ci"][j]
+        d = learned[key][j] - rule[key][j]
+        half = math.hypot(lb - la, rb - ra) / 2
+        lines.append(f"| {j} | " + " | ".join(f"{cell(learned, k, j)} | {cell(rule, k, j)}" for k in shown)
+                     + f" | {d:+.4f} [{d - half:+.4f}, {d + half:+.4f}] |"
+                     + (f" {hourly_rows[best][j]} |" if hours else ""))
+    return "\n".join(lines) + "\n"
 
 
 def unstable_at(policy: Callable, spec: NetworkSpec, seed: int, budget: str) -> str | None:
@@ -129,16 +304,11 @@ def over_profile(policy: Callable, base: NetworkSpec, profile: NetworkSpec, tune
     tune_at(base, [*hours, average, peak], seed, budget, progress, tuned_at)
     run = Run(profile, seed, budget, progress)
     progress(f"{profile.name}: hours at loads {', '.join(f'{x:g}' for x in hours)}")
-    sets: dict[str, dict[str, Callable]] = {name: {} for name in COMPARATORS}
     encoding = profile.system.encoding()
+    sets: dict[str, dict[str, Callable]] = {name: {} for name in COMPARATORS}
+    sets["per hour"] = {family if len(rule.rules) == 1 else f"{family} per hour": rule
+                        for family, rule in hourly([tuned_at[x] for x in hours], encoding).items()}
     for family in sorted({f for tuned in tuned_at.values() for f in tuned}):
-        if all(family in tuned_at[x] for x in hours):
-            rules = [tuned_at[x][family].rule for x in hours]
-            if len({r.describe() for r in rules}) > 1:
-                sets["per hour"][f"{family} per hour"] = HourlyRule(rules, encoding,
-                                                                    f"{family} re-tuned for each hour's load")
-            else:  # one rule at every hour (a constant action)
-                sets["per hour"][family] = HourlyRule(rules[:1], encoding, rules[0].describe())
         for name, x in (("average", average), ("peak", peak)):
             if family in tuned_at[x]:  # one rule for every hour, blind to the phase
                 rule = tuned_at[x][family].rule
@@ -286,5 +456,6 @@ def table(result: dict[str, Any], spec: NetworkSpec) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["COMPARATORS", "HourlyRule", "day", "day_plot", "day_verdict", "hidden_clock", "hour_loads", "over_profile", "table",
-           "unstable_at", "window_cell", "within", "worst_window"]
+__all__ = ["COMPARATORS", "HourlyRule", "by_hour_table", "day", "day_plot", "day_verdict", "hidden_clock", "hour_jobs",
+           "hour_loads", "hour_spec", "hourly", "over_profile", "per_hour_from", "per_hour_rules", "table", "table_hours",
+           "tune_many", "unstable_at", "window_cell", "within", "worst_window"]

@@ -93,6 +93,13 @@ class CellEncoding(ObservationEncoding):
         K = self.num_classes
         return K * (1 + self.cell_bands) + 2 + (K if K > 1 else 0) + (2 if self.period else 0)
 
+    def phase_column(self) -> int:
+        """The first phase column: after the arriving UE's demand, before the CQI bands (without
+        the two, the observation of the same cell at a fixed load)."""
+        if not self.period:
+            return super().phase_column()  # which says there is none
+        return self.cell_layout().phase.start
+
     def encode(self, eng: Engine) -> np.ndarray:
         ues, used, demand, *bands = eng.kinds[0].features(eng, self.cell_bands > 0)
         parts = [ues, used]
