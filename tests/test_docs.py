@@ -100,6 +100,9 @@ BUDGETS: dict[str, Budget] = {
         writes=("{out}/optimality.json",),
         slow={"mmc_c1": "a learner, its calibration and the exact optimum per M/M/c scenario: more than 3 minutes "
                         "even with 2000 decisions"}),
+    "experiments/coverage.py": Budget(set={"--cases": "mm1_0.95", "--seeds": "2", "--max-steps": "400",
+                                           "--workers": "1", "--out": "{out}/coverage.jsonl"},
+                                      writes=("{out}/coverage.jsonl",)),
     "experiments/ps_checks.py": Budget(stdout=True, slow="fixed sizes, no flags: 400 instances x 6,000 arrivals x "
                                                         "5 systems (43 s)"),
     "experiments/sweep.py": Budget(

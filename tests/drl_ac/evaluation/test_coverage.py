@@ -1,92 +1,89 @@
-"""Coverage of the steady-state intervals on exact cases (slow: 40 independent runs a case).
+"""Coverage of the steady-state intervals on exact cases (``drl_ac.evaluation.coverage``).
 
-For each case, the 95% interval of ``steady_state`` must cover the exact value in at least 90%
-of 40 seeds, and the mean of the 40 estimates must lie within 2 of its standard errors of it:
-a low bias (the old warm-up read redundancy d = 1 at load 0.9 as 9.2 for an exact 10) fails the
-second check long before the first. A run that reaches no steady state gives no interval,
-which counts as a miss.
+The slow test runs every case on 40 seeds: its 95% interval must cover the exact value on at
+least 90% of them and the seeds' mean lie within 2 of its standard errors of it (a low bias
+fails the second check long before the first)::
 
     python -m pytest -m slow tests/drl_ac/evaluation/test_coverage.py
+
+The others check the verdict's arithmetic and the runner's bookkeeping on tiny runs.
 """
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pytest
-import yaml
 
-from drl_ac.evaluation.steady import steady_state
+from drl_ac.evaluation import coverage
 from drl_ac.study import BUDGETS
-from envs import NetworkSpec
-from envs.queueing import mg1_ps_mean_sojourn, mmc_mean_sojourn
-from envs.rollout import accept_all
-from envs.spec import SCENARIO_DIR
-
-SEEDS = 40
-OPTIONS = {"num_envs": 128, "min_steps": 2_000, "max_steps": 32_000, "rel_se": 0.01}
-QUICK = BUDGETS["quick"]["evaluation"]  # what a comparison at the quick budget runs
-LONG = {**QUICK, "max_steps": 512_000}  # load 0.95 of ten PS servers relaxes over about 25,000 decisions
-FEW = {"num_envs": 32, "min_steps": 1_000, "max_steps": 64_000, "rel_se": 0.01}  # pools relax in fewer decisions
+from envs.queueing import mmc_mean_sojourn
 
 
-def fcfs(stations: int, servers: int, rho: float) -> NetworkSpec:
-    """A tandem of ``stations`` M/M/``servers`` stations at load ``rho`` (exponential service, mean 1)."""
-    names = [f"s{i}" for i in range(stations)]
-    return NetworkSpec.from_dict({
-        "name": "exact", "arrival": {"dist": "exponential", "rate": rho * servers}, "d_ub": 10, "eps": 0.1,
-        "stations": [{"name": n, "servers": servers, "service": {"dist": "exponential", "mean": 1.0}} for n in names],
-        "entry": names[0], "routing": {n: (names[i + 1] if i + 1 < stations else "exit") for i, n in enumerate(names)},
-        "delay": "sojourn"})
+def record(seed: int, estimate: float, covered: bool, case: str = "mm1_0.95", exact: float = 20.0) -> dict:
+    return {"case": case, "seed": seed, "exact": exact, "mean_delay": estimate, "covered": covered}
 
 
-def redundancy_d1(load: float) -> NetworkSpec:
-    cfg = yaml.safe_load((SCENARIO_DIR / "redundancy_ps.yaml").read_text())
-    cfg["arrival"] = {"dist": "exponential", "rate": 10 * load}
-    return NetworkSpec.from_dict(cfg)
+def test_the_verdict_counts_coverage_and_bias():
+    rs = [record(s, 20.0 + (0.5 if s % 2 else -0.5), covered=s != 3) for s in range(10)]
+    v = coverage.judge(rs)
+    assert (v.seeds, v.covered, v.mean) == (10, 9, 20.0)
+    assert v.se == pytest.approx(np.std([19.5, 20.5] * 5, ddof=1) / math.sqrt(10))
+    assert v.covers and v.unbiased and v.passes  # 9 of 10 is 90%
+    low = coverage.judge([record(s, 19.0 + 0.1 * (s % 2), covered=True) for s in range(10)])
+    assert low.covers and not low.unbiased and not low.passes  # every interval covers, all on one side: a bias
+    assert not coverage.judge([record(s, 20.0 + s % 2, covered=s > 1) for s in range(10)]).covers  # 8 of 10
+    assert "fails" in low.describe() and "8 of 10" in coverage.judge(
+        [record(s, 20.0 + s % 2, covered=s > 1) for s in range(10)]).describe()
 
 
-def pools_at(rate: float) -> NetworkSpec:
-    cfg = yaml.safe_load((SCENARIO_DIR / "pools.yaml").read_text())
-    cfg["arrival"]["rate"] = rate
-    return NetworkSpec.from_dict(cfg)
+def test_the_verdict_refuses_mixed_cases_and_one_seed():
+    with pytest.raises(ValueError, match="one case"):
+        coverage.judge([record(0, 1.0, True), record(1, 1.0, True, case="mm3_0.95")])
+    with pytest.raises(ValueError, match="two seeds"):
+        coverage.judge([record(0, 1.0, True), record(0, 2.0, True)])  # the same seed twice counts once
 
 
-def first_action(obs: np.ndarray) -> np.ndarray:
-    return np.zeros(obs.shape[0], np.int64)  # redundancy: d = 1, one copy on a random server
+def test_an_unknown_case_names_the_known_ones():
+    with pytest.raises(ValueError, match="unknown coverage case 'mm9'.*'mm1_0.95'"):
+        coverage.run("mm9", seeds=2)
 
 
-def full_replication(obs: np.ndarray) -> np.ndarray:
-    """pools.yaml's action 2, a copy on pool 2 as service starts on pool 1: with one server per
-    pool both hold the same job, which leaves at its own pool's speed 1 (its size X there, 10 X
-    on the other): an M/M/1 queue of mean-1 jobs, mean response 1 / (1 - lambda)."""
-    return np.full(obs.shape[0], 2, np.int64)
+def test_the_cases_hold_their_exact_values_and_budgets():
+    assert coverage.CASES["mm1_0.95"].exact == pytest.approx(20.0)
+    assert coverage.CASES["redundancy_d1_0.9"].exact == pytest.approx(10.0)
+    assert coverage.CASES["pools_replication_0.9436"].exact == pytest.approx(1 / (1 - 0.9436))
+    assert coverage.CASES["mm3_0.95"].exact == pytest.approx(mmc_mean_sojourn(3, 2.85, 1.0))
+    assert coverage.CASES["redundancy_d1_0.9"].options == BUDGETS["quick"]["evaluation"]  # what a comparison runs
+    spec = coverage.CASES["redundancy_d1_0.95"].spec()
+    assert spec.arrival_rate == pytest.approx(9.5) and spec.num_stations == 10
 
 
-CASES = {  # name: (spec, policy, exact mean response time, steady_state options)
-    "M/M/1 rho 0.95": (fcfs(1, 1, 0.95), accept_all, mmc_mean_sojourn(1, 0.95, 1.0), OPTIONS),
-    "M/M/3 rho 0.95 (Erlang C)": (fcfs(1, 3, 0.95), accept_all, mmc_mean_sojourn(3, 2.85, 1.0), OPTIONS),
-    "M/M/1 tandem rho 0.9": (fcfs(2, 1, 0.9), accept_all, 2 * mmc_mean_sojourn(1, 0.9, 1.0), OPTIONS),
-    "redundancy d = 1, load 0.5": (redundancy_d1(0.5), first_action, mg1_ps_mean_sojourn(0.5, 1.0), OPTIONS),
-    "redundancy d = 1, load 0.7": (redundancy_d1(0.7), first_action, mg1_ps_mean_sojourn(0.7, 1.0), OPTIONS),
-    "redundancy d = 1, load 0.9": (redundancy_d1(0.9), first_action, mg1_ps_mean_sojourn(0.9, 1.0), QUICK),
-    "redundancy d = 1, load 0.95": (redundancy_d1(0.95), first_action, mg1_ps_mean_sojourn(0.95, 1.0), LONG),
-    **{f"pools full replication, rate {rate}": (pools_at(rate), full_replication, 1.0 / (1.0 - rate), FEW)
-       for rate in (0.4966, 0.7946, 0.9436)},
-}
+def test_a_rerun_reads_the_seeds_already_run(tmp_path, monkeypatch):
+    """Real tiny runs (M/M/1 at 0.95, 400 decisions: far too short, so not stationary and no
+    seed covers), appended to ``out``; a rerun with the same options runs only the new seeds,
+    one with other options runs them all again."""
+    out, tiny = tmp_path / "c.jsonl", {"max_steps": 400, "min_steps": 400}
+    first = coverage.run("mm1_0.95", seeds=2, out=out, options=tiny)
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["seed"] for r in lines] == [1000, 1001] and first.seeds == 2
+    assert all(not r["stationary"] and not r["covered"] for r in lines) and first.covered == 0 and not first.passes
+    assert lines[0]["options"] == {**coverage.OPTIONS, **tiny}
+    ran = []
+    real = coverage.run_seed
+    monkeypatch.setattr(coverage, "run_seed", lambda job: ran.append(job["seed"]) or real(job))
+    again = coverage.run("mm1_0.95", seeds=3, out=out, options=tiny)
+    assert ran == [1002] and again.seeds == 3 and again.mean == pytest.approx(
+        np.mean([r["mean_delay"] for r in lines] + [json.loads(out.read_text().splitlines()[-1])["mean_delay"]]))
+    ran.clear()
+    coverage.run("mm1_0.95", seeds=2, out=out, options={"max_steps": 500, "min_steps": 500})
+    assert ran == [1000, 1001] and len(out.read_text().splitlines()) == 5
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case", list(coverage.CASES))
 def test_the_intervals_cover_the_exact_mean_response(case):
-    spec, policy, exact, options = CASES[case]
-    estimates, covered = [], 0
-    for seed in range(SEEDS):
-        m = steady_state(policy, spec, seed=1_000 + seed, **options)
-        lo, hi = m["mean_delay_ci"]
-        covered += bool(m["stationary"] and lo <= exact <= hi)
-        estimates.append(m["mean_delay"])
-    mean, se = float(np.mean(estimates)), float(np.std(estimates, ddof=1) / math.sqrt(SEEDS))
-    assert covered >= 0.9 * SEEDS, (case, covered, mean, exact)
-    assert abs(mean - exact) <= 2 * se, (case, mean, se, exact)
+    verdict = coverage.run(case)
+    assert verdict.passes, verdict.describe()
