@@ -103,6 +103,9 @@ BUDGETS: dict[str, Budget] = {
     "experiments/coverage.py": Budget(set={"--cases": "mm1_0.95", "--seeds": "2", "--max-steps": "400",
                                            "--workers": "1", "--out": "{out}/coverage.jsonl"},
                                       writes=("{out}/coverage.jsonl",)),
+    "experiments/untuned.py": Budget(set={"--networks": "1", "--steps": "2000", "--compare": "smoke", "--out": "{out}"},
+                                     writes=("{out}/untuned.md", "{out}/untuned.json", "{out}/random-0/network.yaml"),
+                                     slow="draws a network and runs train.py on it at the smoke budget (136 s, two other runs on the cores)"),
     "experiments/ps_checks.py": Budget(stdout=True, slow="fixed sizes, no flags: 400 instances x 6,000 arrivals x "
                                                         "5 systems (43 s)"),
     "experiments/sweep.py": Budget(
