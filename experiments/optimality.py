@@ -5,13 +5,17 @@
     python experiments/optimality.py --scenarios cell_small --minutes 6     # a row in a wall-time slot
 
 For each M/M/c scenario and seed: the exact optimal randomised policy (linear program), the
-best deterministic threshold policy, and the learned controller trained with --lam auto and
+best deterministic threshold policy (chosen knowing the exact violations), the threshold
+rules tuned by simulation as every comparison tunes them (the total threshold and the
+randomised one, on the rules' seed under the same guarantee as the learner: what an engineer
+without the chain can reach), and the learned controller trained with --lam auto and
 calibrated as train.py does (bias, then randomised at the margin) under each guarantee
 (--guarantees: violation <= eps with a one-sided 95% upper bound, and/or in the point
 estimate). The learned policy is read as P(admit | n) and evaluated exactly on the chain
 (``learned_exactly``), and by simulation on fresh seeds. "vs opt %" is the objective
 (unnecessary rejections per arrival) relative to the optimum's; the summary gives the gap
-over seeds with a 95% t-interval and how often the learner is no worse than the best threshold.
+over seeds with a 95% t-interval and how often the learner is no worse than the best threshold
+and than each tuned rule (all evaluated exactly).
 
 ``cell_small``: the LP optimum of its CTMC (min blocking s.t. P(dropped | admitted)
 <= eps), and the learned controller with its bias (and mixing) calibrated to eps + 0.002 (the
@@ -34,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from drl_ac.checkpoint import LoadedPolicy
+from drl_ac.evaluation.selection import TUNING
 from drl_ac.learning.trainer import TrainConfig, Trainer
 from drl_ac.study import Run
 from envs import NetworkSpec, SpecError, load_spec
@@ -41,9 +46,11 @@ from envs.distributions import Exponential
 from envs.systems.cell.chain import cell_chain, chain_observations
 from envs.systems.cell.theory import admission_lp, evaluate_admission_policy
 from envs.systems.network import theory as exact
+from envs.systems.network.rules import tune_randomised_total, tune_total
 
 SCENARIOS = ("mmc_c1", "mmc_c3", "mmc_c5_overload", "cell_small")
 GUARANTEES = {"95": 0.95, "point": 0.5}  # calibration confidence: a one-sided 95% bound, or the point estimate
+CALIBRATION_ARRIVALS = 800_000  # the learner's calibration sample, and the most the rules' tuner takes at the margin
 EXACT_TRUNCATION = 400  # states of the chain on which a learned M/M/c policy is evaluated exactly
 CELL_TOLERANCE, CELL_GAP = 0.002, 0.005  # blocking within 0.005 of the LP's at dropping <= eps + 0.002
 
@@ -82,8 +89,30 @@ def learned_exactly(policy: LoadedPolicy, c: int, mu: float, lam: float, spec: N
     return exact.solve_lp(c, mu, lam, spec.d_ub, spec.eps, EXACT_TRUNCATION, fixed_accept=admit)
 
 
+def tuned_exactly(spec: NetworkSpec, seed: int, confidence: float, sample: int = CALIBRATION_ARRIVALS
+                  ) -> dict[str, dict]:
+    """The total threshold and the randomised total threshold tuned by simulation on the rules'
+    seed (``seed + TUNING``, as a comparison tunes them) under the guarantee ``confidence`` (0.95:
+    the one-sided upper bound <= eps; 0.5: the point estimate), each evaluated exactly: a rule
+    ``sum q < k`` on one station admits iff fewer than c + k jobs are present. The tuner decides
+    a candidate on ``sample`` / 8 arrivals, doubled while undecided up to ``sample``, the
+    learner's calibration sample: at the margin both sides measure on samples of one size."""
+    c, mu, lam = mmc_parameters(spec)
+    margin = confidence > 0.5
+    size = {"arrivals": max(sample // 8, 1), "max_arrivals": sample}
+    total = tune_total(spec, seed=seed + TUNING, margin=margin, **size).rule
+    randomised = tune_randomised_total(spec, total.k, seed=seed + TUNING, margin=margin, **size).rule
+    out = {}
+    for name, k, p in (("threshold", total.k, 0.0), ("randomised threshold", randomised.k, randomised.p)):
+        sol = exact.randomised_threshold_policy(c + k, p, c, mu, lam, spec.d_ub)
+        out[name] = {"k": k, "p": p, "objective": sol.objective, "violation": sol.violation,
+                     "acceptance": sol.acceptance}
+    return out
+
+
 def compare(scenario: str, steps: int, num_envs: int, seed: int, arrivals: int, margin: float,
-            confidences: dict[str, float], deadline: float | None = None) -> dict:
+            confidences: dict[str, float], deadline: float | None = None,
+            calibration_arrivals: int = CALIBRATION_ARRIVALS) -> dict:
     """One trained learner per seed, calibrated under each guarantee of ``confidences``, against
     the exact optimum and the best deterministic threshold of its M/M/c station."""
     spec = load_spec(scenario)
@@ -99,10 +128,13 @@ def compare(scenario: str, steps: int, num_envs: int, seed: int, arrivals: int, 
                                   "acceptance": det.acceptance, "threshold_n": det.threshold},
            "learned_lam": trainer.lam, "decisions": trainer.decisions, "learned": {}}
     for name, confidence in confidences.items():
-        policy = Run(spec, seed).calibrate(trainer.policy(), confidence=confidence)
+        policy = Run(spec, seed).calibrate(trainer.policy(), calibration_arrivals, confidence=confidence)
         sim = Run(spec, seed).evaluate(policy, arrivals)
         ex = learned_exactly(policy, c, mu, lam, spec)
+        rules = tuned_exactly(spec, seed, confidence, calibration_arrivals)
         row["learned"][name] = {
+            "tuned": rules, **{f"gap_to_tuned_{rule.replace(' ', '_')}": relative(ex.objective, m["objective"])
+                               for rule, m in rules.items()},
             "confidence": confidence, "mix": policy.mix, "exact_objective": ex.objective,
             "exact_violation": ex.violation, "gap_to_optimum": relative(ex.objective, opt.objective),
             "gap_to_deterministic": relative(ex.objective, det.objective),
@@ -121,10 +153,12 @@ def summary(rows: list[dict]) -> list[str]:
         for name in mine[0]["learned"]:
             gaps = np.array([r["learned"][name]["gap_to_optimum"] for r in mine])
             half = t.ppf(0.975, len(gaps) - 1) * gaps.std(ddof=1) / np.sqrt(len(gaps)) if len(gaps) > 1 else np.nan
-            wins = sum(r["learned"][name]["gap_to_deterministic"] <= 0 for r in mine)
+            wins = [sum(r["learned"][name][f"gap_to_{k}"] <= 0 for r in mine)
+                    for k in ("deterministic", "tuned_threshold", "tuned_randomised_threshold")]
             lines.append(f"{scenario:<17}{name:<8} gap to the optimum {100 * gaps.mean():+.1f}% "
                          f"[{100 * (gaps.mean() - half):+.1f}%, {100 * (gaps.mean() + half):+.1f}%] over "
-                         f"{len(gaps)} seed(s); no worse than the best threshold on {wins} of {len(gaps)}")
+                         f"{len(gaps)} seed(s); no worse than the best threshold on {wins[0]} of {len(gaps)}, "
+                         f"than the tuned threshold on {wins[1]}, than the tuned randomised threshold on {wins[2]}")
     return lines
 
 
@@ -167,6 +201,9 @@ def print_mmc(r: dict) -> None:
                                                           "violation": m["exact_violation"],
                                                           "acceptance": m["acceptance"]})
               for name, m in r["learned"].items()]
+    named += [(f"{rule} s{r['seed']} {name}", m) for name, learned in r["learned"].items()
+              for rule, m in (("tuned thr", learned["tuned"]["threshold"]),
+                              ("tuned rand thr", learned["tuned"]["randomised threshold"]))]
     for name, m in named:
         print(f"{r['scenario']:<17}{name:<30}{m['objective']:>10.4f}{m['violation']:>11.4f}{m['acceptance']:>11.4f}"
               f"{100 * relative(m['objective'], opt):>9.1f}")
@@ -188,6 +225,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--guarantees", nargs="+", choices=list(GUARANTEES), default=list(GUARANTEES),
                    help="calibrate each learner to eps with a one-sided 95%% upper bound (95) and/or in the point "
                         "estimate (point)")
+    p.add_argument("--calibration-arrivals", type=int, default=CALIBRATION_ARRIVALS,
+                   help="arrivals of each calibration step of an M/M/c learner, and the most the threshold rules' "
+                        "tuner takes to decide a candidate (the same sample at the margin)")
     p.add_argument("--margin", type=float, default=0.0, help="aim at violation eps - margin")
     p.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = p.parse_args(argv)
@@ -213,7 +253,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
             continue
         for j, seed in enumerate(args.seeds):  # the row's share split between its seeds
             end = None if deadline is None else t0 + (i + (j + 1) / len(args.seeds)) * share - max(30.0, 0.15 * share)
-            r = compare(scenario, args.steps, args.num_envs, seed, args.arrivals, args.margin, confidences, end)
+            r = compare(scenario, args.steps, args.num_envs, seed, args.arrivals, args.margin, confidences, end,
+                        args.calibration_arrivals)
             rows.append(r)
             print_mmc(r)
     for line in summary([r for r in rows if "best_deterministic" in r]):

@@ -96,6 +96,7 @@ BUDGETS: dict[str, Budget] = {
                                        "small cell)"),
     "experiments/optimality.py": Budget(
         set={"--steps": "2000", "--arrivals": "500", "--num-envs": "64", "--cell-envs": "32",
+             "--calibration-arrivals": "4000",
              "--json": "{out}/optimality.json"},
         writes=("{out}/optimality.json",),
         slow={"mmc_c1": "a learner, its calibration and the exact optimum per M/M/c scenario: more than 3 minutes "

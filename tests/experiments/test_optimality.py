@@ -25,3 +25,23 @@ def test_learned_cell_small_is_within_0005_of_the_lp_optimum(experiment):
     """Issue 9's check: 2M decisions (about a minute here)."""
     (row,) = experiment("optimality").main(["--scenarios", "cell_small", "--steps", "2000000"])
     assert row["passes"], row
+
+
+def test_the_tuned_thresholds_are_read_exactly(experiment):
+    """mmc_c1: the best deterministic threshold (n < 7, violation 0.0747) lies far from eps, so
+    the tuner finds it (sum q < 6 waiting) and its exact figures are the exact solver's; the
+    randomised threshold spends budget up to the margin the sample allows, never beating the LP
+    optimum by more than its violation over eps allows."""
+    optimality = experiment("optimality")
+    from envs import load_spec
+    from envs.systems.network import theory
+
+    spec = load_spec("mmc_c1")
+    c, mu, lam = optimality.mmc_parameters(spec)
+    best = theory.best_threshold(c, mu, lam, spec.d_ub, spec.eps)
+    rules = optimality.tuned_exactly(spec, seed=0, confidence=0.95, sample=40_000)
+    assert rules["threshold"]["k"] == best.threshold - c and rules["threshold"]["p"] == 0.0
+    assert rules["threshold"]["objective"] == pytest.approx(best.objective, rel=1e-9)
+    rand = rules["randomised threshold"]
+    assert rand["k"] in (best.threshold - c, best.threshold - c + 1) and 0 < rand["p"] < 1
+    assert best.violation < rand["violation"] <= spec.eps + 0.01 and rand["objective"] < best.objective
