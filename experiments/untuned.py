@@ -84,10 +84,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for seed in range(args.seed, args.seed + args.networks):
         results.append(run_one(seed, args.out, extra))
         print(table(results[-1:])[2], flush=True)
-    lines = table(results)
+        lines = table(results)  # written after each network: a stopped run keeps what it measured
+        (args.out / "untuned.md").write_text("\n".join(lines) + "\n")
+        (args.out / "untuned.json").write_text(json.dumps(results, indent=2) + "\n")
     print(lines[-1])
-    (args.out / "untuned.md").write_text("\n".join(lines) + "\n")
-    (args.out / "untuned.json").write_text(json.dumps(results, indent=2) + "\n")
     return results
 
 
