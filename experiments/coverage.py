@@ -31,8 +31,9 @@ def main(argv: list[str] | None = None) -> list[coverage.Coverage]:
     args = p.parse_args(argv)
     if args.seeds < 2:
         p.error("--seeds must be at least 2 (a mean and its standard error)")
-    options = {} if args.max_steps is None else {"max_steps": args.max_steps,
-                                                 "min_steps": min(args.max_steps, 1_000)}
+    if args.workers < 1 or (args.max_steps is not None and args.max_steps < 1):
+        p.error("--workers and --max-steps must be at least 1")
+    options = {} if args.max_steps is None else {"max_steps": args.max_steps}
     verdicts = []
     for name in args.cases:
         print(f"{name}: {coverage.CASES[name].title}, exact mean response {coverage.CASES[name].exact:.4f}")

@@ -104,6 +104,7 @@ def tuned_exactly(spec: NetworkSpec, seed: int, confidence: float, sample: int =
     randomised = tune_randomised_total(spec, total.k, seed=seed + TUNING, margin=margin, **size).rule
     out = {}
     for name, k, p in (("threshold", total.k, 0.0), ("randomised threshold", randomised.k, randomised.p)):
+        assert k >= 1, k  # k = 0 rejects every job, which no chain threshold c + k says (the tuner starts at 1)
         sol = exact.randomised_threshold_policy(c + k, p, c, mu, lam, spec.d_ub)
         out[name] = {"k": k, "p": p, "objective": sol.objective, "violation": sol.violation,
                      "acceptance": sol.acceptance}
@@ -231,6 +232,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--margin", type=float, default=0.0, help="aim at violation eps - margin")
     p.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = p.parse_args(argv)
+    if args.calibration_arrivals < 1:
+        p.error(f"--calibration-arrivals must be >= 1, got {args.calibration_arrivals}")
     confidences = {g: GUARANTEES[g] for g in args.guarantees}
     rows = []
     t0, share = time.time(), (None if args.minutes is None else 60 * args.minutes / len(args.scenarios))

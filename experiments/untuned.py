@@ -54,12 +54,12 @@ def run_one(seed: int, out: Path, extra: list[str]) -> dict:
 def table(results: list[dict]) -> list[str]:
     lines = ["| seed | network | learned | best rule | difference (paired 95%) | verdict |", "|---|---|---|---|---|---|"]
     for r in results:
-        v = r["verdict"]
-        d = v["difference"]
-        lo, hi = d["ci"]
+        v, d = r["verdict"], r["verdict"]["difference"]
+        best = "-" if v["best_rule"] is None else f"{v['best_rule']}: {v['best']:.4f}"
+        diff = "-" if d is None else f"{d['difference']:+.4f} [{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}]"
+        why = f" ({v['reason']})" if v.get("reason") else ""
         lines.append(f"| {r['seed']} | {r['network']} | {v['learned']:.4f} at violation {r['learned_violation']:.4f} | "
-                     f"{v['best_rule']}: {v['best']:.4f} | {d['difference']:+.4f} [{lo:+.4f}, {hi:+.4f}] | "
-                     f"{v['outcome']} |")
+                     f"{best} | {diff} | {v['outcome']}{why} |")
     counts = {k: sum(r["verdict"]["outcome"] == k for r in results) for k in ("better", "no worse", "worse")}
     other = len(results) - sum(counts.values())
     lines.append("")

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.distributions import make_distribution
 from envs.driver import Driver
 from envs.rollout import accept_all, collect
 from envs.spec import NetworkSpec
@@ -96,10 +95,13 @@ def path_service(cfg: dict, rng: np.random.Generator, paths: int) -> np.ndarray:
     by the entry and routing probabilities, stations visited in their (feed-forward) order."""
     spec = NetworkSpec.from_dict(cfg)
     n = spec.num_stations
-    laws = [make_distribution(s["service"], f"stations[{i}].service") for i, s in enumerate(cfg["stations"])]
+    routing = np.asarray(spec.routing)  # (n, n + 1): to each station, then exit
+    if np.tril(routing[:, :n]).any():
+        raise ValueError("path_service: the routing goes back to an earlier station (or stays). Fix: order the "
+                         "stations so that every job moves forward (a feed-forward network).")
+    laws = [st.service for st in spec.stations]
     at = rng.choice(n, size=paths, p=np.asarray(spec.entry))
     total = np.zeros(paths)
-    routing = np.asarray(spec.routing)  # (n, n + 1): to each station, then exit
     for i in range(n):
         here = np.flatnonzero(at == i)
         if here.size:

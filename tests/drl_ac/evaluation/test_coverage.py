@@ -87,3 +87,13 @@ def test_a_rerun_reads_the_seeds_already_run(tmp_path, monkeypatch):
 def test_the_intervals_cover_the_exact_mean_response(case):
     verdict = coverage.run(case)
     assert verdict.passes, verdict.describe()
+
+
+def test_a_rerun_skips_broken_lines_and_records_of_another_exact_value(tmp_path):
+    """A line cut short by a stopped run is skipped, not fatal; a record whose exact value is
+    not the case's today (a case redefined) is not reused."""
+    out, options = tmp_path / "c.jsonl", coverage.CASES["mm1_0.95"].options
+    good = {**record(1000, 20.1, True, exact=coverage.CASES["mm1_0.95"].exact), "options": options}
+    stale = {**record(1001, 20.1, True, exact=19.0), "options": options}
+    out.write_text(json.dumps(good) + "\n" + json.dumps(stale) + "\n" + '{"case": "mm1_0.95", "se')
+    assert [r["seed"] for r in coverage.read(out, "mm1_0.95", options)] == [1000]
