@@ -49,6 +49,9 @@ from drl_ac.study.loads import load_base
 from drl_ac.study.profiles import by_hour_table, hour_jobs, per_hour_from, table_hours, tune_many
 from envs import NetworkSpec, SpecError, available_scenarios, load_spec
 
+THREADS_HELP = ("torch CPU threads of the policy's forward pass; 1 is fastest for the shipped network sizes (a few "
+                "hundred rows a step), and two threads on a core another process uses spin: a step of "
+                "redundancy_ps's policy took 20 ms instead of 0.6")
 CELL_RULES = {"all": None, "thresholds": 0, "guards": 1}  # --cell-rules: the cell tuner's chains
 
 
@@ -84,10 +87,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="--baselines: processes that tune at once, the day's rules and each hour's of --per-hour "
                         "(their progress lines are not shown; same rules as one process)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr while --baselines tunes")
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch CPU threads of the policy's forward pass; 1 is fastest for the shipped network "
-                        "sizes (a few hundred rows a step), and two threads on a core another process uses spin: "
-                        "a step of redundancy_ps's policy took 20 ms instead of 0.6")
+    p.add_argument("--threads", type=int, default=1, help=THREADS_HELP)
     engine_flags(p)
     args = p.parse_args(argv)
     use_engine_flags(args)
