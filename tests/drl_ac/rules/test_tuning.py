@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import math
 
-from drl_ac.rules.tuning import ControlTuner
+import numpy as np
+import pytest
+
+from drl_ac.rules.tuning import ControlTuner, Tuner, look_bounds
 from envs import load_spec
 
 
@@ -67,3 +70,44 @@ def test_a_base_that_never_settles_stretches_the_horizon_to_its_longest():
     tuner = Scripted({("base", 8_000): (9.0, False, 4_000)})
     tuner.settle_on(Rule("base"))
     assert tuner.horizon == 8_000
+
+
+class Walk(Tuner):
+    """A margin tuner whose rule ``i`` reads the i-th of ``paths``: its violation at each look is
+    eps plus the mean of the first n of one stream of noise (nested samples, as common random
+    numbers give), with the standard error that mean has."""
+
+    def __init__(self, paths: np.ndarray, eps: float):
+        super().__init__(load_spec("paper_tandem"), 1_000, seed=0, num_envs=4, max_arrivals=8_000, margin=True)
+        self.paths, self.eps, self.looks = paths, eps, []
+
+    def evaluate(self, rule, arrivals):
+        self.looks.append(arrivals)
+        n = arrivals // 1_000  # looks at 1, 2, 4, 8 blocks
+        mean = self.paths[int(rule.name), :n].mean()
+        return {"violation": self.eps + mean, "violation_se": 1 / math.sqrt(n), "acceptance": 1.0}
+
+
+def test_looks_together_keep_a_rule_at_eps_passing_at_most_5_percent():
+    """A rule exactly at eps must pass at most 5% of the time however many looks its sample
+    grows through; a one-sided 1.645 at every look passes it about twice as often."""
+    reps, eps = 20_000, 0.1
+    paths = np.random.default_rng(7).standard_normal((reps, 8))
+    tuner = Walk(paths, eps)
+    passed = np.mean([tuner.feasible(Rule(str(i))) for i in range(reps)])
+    assert tuner.z_early == pytest.approx(3.0902, abs=1e-4) and tuner.z_last == pytest.approx(1.6747, abs=1e-4)
+    assert passed <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / reps)
+    naive = np.zeros(reps, bool)  # 1.645 at each of the looks, stopping at the first decision
+    undecided = np.ones(reps, bool)
+    for n in (1, 2, 4, 8):
+        z = paths[:, :n].mean(axis=1) * math.sqrt(n)  # (estimate - eps) / se
+        naive |= undecided & (z + 1.6449 <= 0)
+        undecided &= np.abs(z) < 1.6449
+    assert naive.mean() > 0.08
+
+
+def test_a_rule_far_from_eps_is_decided_on_the_first_sample():
+    paths = np.full((1, 8), -10.0)  # ten standard errors below eps
+    tuner = Walk(paths, 0.1)
+    assert tuner.feasible(Rule("0")) and tuner.looks == [1_000]
+    assert look_bounds(8_000, 8_000) == pytest.approx((3.0902, 1.6449), abs=1e-4)  # one look: the plain bound
