@@ -26,6 +26,7 @@ import yaml
 from drl_ac.parallel import run_jobs
 from drl_ac.study.compare import BUDGETS
 from envs import NetworkSpec
+from envs.distributions import Exponential
 from envs.queueing import mg1_ps_mean_sojourn, mmc_mean_sojourn
 from envs.rollout import accept_all
 from envs.spec import SCENARIO_DIR
@@ -44,12 +45,8 @@ FEW = {"num_envs": 32, "min_steps": 1_000, "max_steps": 64_000, "rel_se": 0.01} 
 
 def fcfs(stations: int, servers: int, rho: float) -> NetworkSpec:
     """A tandem of ``stations`` M/M/``servers`` stations at load ``rho`` (exponential service, mean 1)."""
-    names = [f"s{i}" for i in range(stations)]
-    return NetworkSpec.from_dict({
-        "name": "exact", "arrival": {"dist": "exponential", "rate": rho * servers}, "d_ub": 10, "eps": 0.1,
-        "stations": [{"name": n, "servers": servers, "service": {"dist": "exponential", "mean": 1.0}} for n in names],
-        "entry": names[0], "routing": {n: (names[i + 1] if i + 1 < stations else "exit") for i, n in enumerate(names)},
-        "delay": "sojourn"})
+    return NetworkSpec.tandem([servers] * stations, [Exponential(1.0)] * stations, Exponential(1 / (rho * servers)),
+                              d_ub=10, eps=0.1)
 
 
 def redundancy_d1(load: float) -> NetworkSpec:

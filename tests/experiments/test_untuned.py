@@ -1,5 +1,8 @@
 """experiments/untuned.py's table (its command runs in tests/test_docs.py): every verdict
-prints, those without an interval too, and the tally counts each outcome once."""
+prints, those without an interval too, and the tally counts each outcome once; a count
+below one is refused before anything runs."""
+
+import pytest
 
 
 def verdict(outcome: str, diff: float | None, reason: str | None = None) -> dict:
@@ -18,3 +21,12 @@ def test_the_table_prints_every_verdict_and_counts_them(experiment):
     assert "+0.0200 [+0.0100, +0.0300] | better |" in lines[2]
     assert lines[5].endswith("| - | - | undecided (no steady state) |")
     assert lines[-1] == "learned better on 1 of 4, no worse on 1, worse on 1, undecided on 1"
+
+
+def test_no_networks_is_refused_before_anything_runs(experiment, tmp_path, capsys):
+    untuned = experiment("untuned")
+    with pytest.raises(SystemExit):
+        untuned.main(["--networks", "0", "--out", str(tmp_path)])
+    assert "--networks must be >= 1" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
