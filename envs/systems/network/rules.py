@@ -6,9 +6,10 @@ same arrivals and service times) so that comparisons between candidates are shar
 Feasibility is decided with the estimate's noise, as the learned controller's calibration
 decides it: a candidate is feasible when the one-sided 95% upper bound of its violation is
 <= eps (``Tuner`` with ``margin``). It is evaluated on ``arrivals`` decisions, and while the
-one-sided bounds straddle eps the sample doubles (the same instances run longer, so samples
-are nested) up to ``max_arrivals``. Rules far from eps are settled cheaply; rules close to
-it get a standard error of about 0.0015 (800k arrivals).
+bounds straddle eps the sample doubles (the same instances run longer, so samples are
+nested) up to ``max_arrivals``, the looks spending the 5% together (``look_bounds``). Rules far
+from eps are settled cheaply; rules close to it get a standard error of about 0.0015 (800k
+arrivals).
 """
 
 from __future__ import annotations
