@@ -46,11 +46,17 @@ def look_bounds(arrivals: int, max_arrivals: int, alpha: float = 0.05) -> tuple[
     passed at 1.645 on 8 of 30 seeds with four looks, 4 of 30 with one). Each early look spends
     ``EARLY_ALPHA``, the last the rest, so all together keep P(a rule at eps passes) <= alpha
     (Bonferroni over the looks), as the learner's single calibration look does."""
+    if arrivals < 1:
+        raise ValueError(f"arrivals: {arrivals} arrivals per first look. Fix: give at least 1.")
     looks, n = 1, arrivals
     while n < max_arrivals:
         n, looks = min(2 * n, max_arrivals), looks + 1
+    last = alpha - EARLY_ALPHA * (looks - 1)
+    if last <= 0:
+        raise ValueError(f"max_arrivals: {looks} looks from {arrivals} to {max_arrivals} arrivals leave the last "
+                         f"none of the {alpha:.0%}. Fix: a max_arrivals at most 2^40 times arrivals.")
     z = NormalDist().inv_cdf
-    return z(1 - EARLY_ALPHA), z(1 - (alpha - EARLY_ALPHA * (looks - 1)))
+    return z(1 - EARLY_ALPHA), z(1 - last)
 
 
 @dataclass

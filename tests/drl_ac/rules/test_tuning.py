@@ -111,3 +111,10 @@ def test_a_rule_far_from_eps_is_decided_on_the_first_sample():
     tuner = Walk(paths, 0.1)
     assert tuner.feasible(Rule("0")) and tuner.looks == [1_000]
     assert look_bounds(8_000, 8_000) == pytest.approx((3.0902, 1.6449), abs=1e-4)  # one look: the plain bound
+
+
+def test_looks_that_leave_the_last_nothing_are_refused():
+    with pytest.raises(ValueError, match="arrivals: 0 arrivals"):
+        look_bounds(0, 10)
+    with pytest.raises(ValueError, match="max_arrivals: 61 looks"):
+        look_bounds(1, 2**60)
