@@ -143,23 +143,41 @@ def compare(scenario: str, steps: int, num_envs: int, seed: int, arrivals: int, 
     return row
 
 
+def mean_interval(values: list[float]) -> tuple[float, float]:
+    """The mean of the seeds' values and the half-width of its 95% t-interval (nan for one seed)."""
+    from scipy.stats import t
+
+    v = np.asarray(values, float)
+    half = t.ppf(0.975, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else np.nan
+    return float(v.mean()), float(half)
+
+
 def summary(rows: list[dict]) -> list[str]:
     """Per scenario and guarantee: the learned gap to the optimum over seeds (mean and a 95%
     t-interval over the seeds' exact gaps), and how often it beat the best threshold."""
-    from scipy.stats import t
-
     lines = []
     for scenario in dict.fromkeys(r["scenario"] for r in rows):
         mine = [r for r in rows if r["scenario"] == scenario]
         for name in mine[0]["learned"]:
-            gaps = np.array([r["learned"][name]["gap_to_optimum"] for r in mine])
-            half = t.ppf(0.975, len(gaps) - 1) * gaps.std(ddof=1) / np.sqrt(len(gaps)) if len(gaps) > 1 else np.nan
+            gap, half = mean_interval([r["learned"][name]["gap_to_optimum"] for r in mine])
             wins = [sum(r["learned"][name][f"gap_to_{k}"] <= 0 for r in mine)
                     for k in ("deterministic", "tuned_threshold", "tuned_randomised_threshold")]
-            lines.append(f"{scenario:<17}{name:<8} gap to the optimum {100 * gaps.mean():+.1f}% "
-                         f"[{100 * (gaps.mean() - half):+.1f}%, {100 * (gaps.mean() + half):+.1f}%] over "
-                         f"{len(gaps)} seed(s); no worse than the best threshold on {wins[0]} of {len(gaps)}, "
+            lines.append(f"{scenario:<17}{name:<8} gap to the optimum {100 * gap:+.1f}% "
+                         f"[{100 * (gap - half):+.1f}%, {100 * (gap + half):+.1f}%] over "
+                         f"{len(mine)} seed(s); no worse than the best threshold on {wins[0]} of {len(mine)}, "
                          f"than the tuned threshold on {wins[1]}, than the tuned randomised threshold on {wins[2]}")
+    return lines
+
+
+def cell_summary(rows: list[dict]) -> list[str]:
+    """Per cell: the learned blocking's gap to the LP optimum over seeds (exact on the chain,
+    mean and 95% t-interval), and on how many seeds it passes."""
+    lines = []
+    for scenario in dict.fromkeys(r["scenario"] for r in rows if "learned_exact" in r):
+        mine = [r for r in rows if r["scenario"] == scenario]
+        gap, half = mean_interval([r["gap_to_optimum"] for r in mine])
+        lines.append(f"{scenario:<17}blocking gap to the LP optimum {gap:+.4f} [{gap - half:+.4f}, {gap + half:+.4f}]"
+                     f" over {len(mine)} seed(s); passes on {sum(r['passes'] for r in mine)} of {len(mine)}")
     return lines
 
 
@@ -180,7 +198,7 @@ def compare_cell(scenario: str, steps: int, num_envs: int, updates_per_step: int
     admit = policy.admit_probability(obs.reshape(-1, obs.shape[-1])).reshape(obs.shape[:2])
     learned = evaluate_admission_policy(*model, admit)
     sim = Run(spec, seed).evaluate(policy, arrivals)
-    row = {"scenario": scenario, "eps": spec.eps, "tolerance": tolerance, "states": len(chain.states),
+    row = {"scenario": scenario, "seed": seed, "eps": spec.eps, "tolerance": tolerance, "states": len(chain.states),
            "optimum": {"blocking": opt.blocking, "dropping": opt.dropping},
            "learned_exact": {"blocking": learned.blocking, "dropping": learned.dropping,
                              "admit": admit.tolist()},
@@ -210,6 +228,18 @@ def print_mmc(r: dict) -> None:
               f"{100 * relative(m['objective'], opt):>9.1f}")
 
 
+def print_cell(r: dict) -> None:
+    """The LP optimum and the learned policy, exactly on the chain and by simulation."""
+    ex, opt, sim, name = r["learned_exact"], r["optimum"], r["learned"], r["scenario"]
+    learned = f"learned s{r['seed']} (exact)"
+    print(f"{name:<17}{'LP optimum':<22} blocking {opt['blocking']:.4f} at dropping {opt['dropping']:.4f}")
+    print(f"{name:<17}{learned:<22} blocking {ex['blocking']:.4f} at dropping {ex['dropping']:.4f}  gap "
+          f"{r['gap_to_optimum']:+.4f} ({'passes' if r['passes'] else 'fails'}: <= {CELL_GAP} at dropping <= "
+          f"{r['eps'] + r['tolerance']:g})")
+    print(f"{name:<17}{'learned (simulated)':<22} blocking {sim['blocking']:.4f} "
+          f"[{sim['blocking_ci'][0]:.4f}, {sim['blocking_ci'][1]:.4f}] at dropping {sim['dropping']:.4f}")
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scenarios", nargs="+", default=list(SCENARIOS))
@@ -222,7 +252,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--cell-tolerance", type=float, default=CELL_TOLERANCE,
                    help="a cell's learner is calibrated to dropping <= eps + this (0: to eps itself)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0],
-                   help="a learner per seed (M/M/c scenarios; a cell row uses the first)")
+                   help="a learner per seed")
     p.add_argument("--guarantees", nargs="+", choices=list(GUARANTEES), default=list(GUARANTEES),
                    help="calibrate each learner to eps with a one-sided 95%% upper bound (95) and/or in the point "
                         "estimate (point)")
@@ -239,28 +269,19 @@ def main(argv: list[str] | None = None) -> list[dict]:
     t0, share = time.time(), (None if args.minutes is None else 60 * args.minutes / len(args.scenarios))
     print(f"{'scenario':<17}{'policy':<30}{'objective':>10}{'violation':>11}{'acceptance':>11}{'vs opt %':>9}")
     for i, scenario in enumerate(args.scenarios):
-        # a share of the slot, less what calibration and evaluation take after training
-        deadline = None if share is None else t0 + (i + 1) * share - max(30.0, 0.15 * share)
-        if load_spec(scenario).system.kind == "loss":  # a cell: its exact optimum is an LP on its chain
-            r = compare_cell(scenario, args.steps, args.cell_envs, args.cell_updates, args.seeds[0], args.arrivals,
-                             args.cell_tolerance,
-                             deadline)
+        cell = load_spec(scenario).system.kind == "loss"  # a cell: its exact optimum is an LP on its chain
+        for j, seed in enumerate(args.seeds):  # the row's share of the slot split between its seeds, less
+            # what calibration and evaluation take after training
+            end = None if share is None else t0 + (i + (j + 1) / len(args.seeds)) * share - max(30.0, 0.15 * share)
+            if cell:
+                r = compare_cell(scenario, args.steps, args.cell_envs, args.cell_updates, seed, args.arrivals,
+                                 args.cell_tolerance, end)
+            else:
+                r = compare(scenario, args.steps, args.num_envs, seed, args.arrivals, args.margin, confidences, end,
+                            args.calibration_arrivals)
             rows.append(r)
-            ex, opt, sim = r["learned_exact"], r["optimum"], r["learned"]
-            print(f"{scenario:<17}{'LP optimum':<22} blocking {opt['blocking']:.4f} at dropping {opt['dropping']:.4f}")
-            print(f"{scenario:<17}{'learned (exact)':<22} blocking {ex['blocking']:.4f} at dropping {ex['dropping']:.4f}"
-                  f"  gap {r['gap_to_optimum']:+.4f} ({'passes' if r['passes'] else 'fails'}: <= {CELL_GAP} at "
-                  f"dropping <= {r['eps'] + r['tolerance']:g})")
-            print(f"{scenario:<17}{'learned (simulated)':<22} blocking {sim['blocking']:.4f} "
-                  f"[{sim['blocking_ci'][0]:.4f}, {sim['blocking_ci'][1]:.4f}] at dropping {sim['dropping']:.4f}")
-            continue
-        for j, seed in enumerate(args.seeds):  # the row's share split between its seeds
-            end = None if deadline is None else t0 + (i + (j + 1) / len(args.seeds)) * share - max(30.0, 0.15 * share)
-            r = compare(scenario, args.steps, args.num_envs, seed, args.arrivals, args.margin, confidences, end,
-                        args.calibration_arrivals)
-            rows.append(r)
-            print_mmc(r)
-    for line in summary([r for r in rows if "best_deterministic" in r]):
+            (print_cell if cell else print_mmc)(r)
+    for line in summary([r for r in rows if "best_deterministic" in r]) + cell_summary(rows):
         print(line)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

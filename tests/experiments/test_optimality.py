@@ -5,10 +5,14 @@ seeds, which must agree with the exact numbers (the table is what the simulated 
 import pytest
 
 
-def test_cell_small_row_is_exact_and_agrees_with_simulation(experiment, tmp_path):
+def test_cell_small_row_is_exact_and_agrees_with_simulation(experiment, tmp_path, capsys):
     optimality = experiment("optimality")
-    (row,) = optimality.main(["--scenarios", "cell_small", "--steps", "40000", "--cell-envs", "128",
-                              "--arrivals", "50000", "--json", str(tmp_path / "rows.json")])
+    row, other = optimality.main(["--scenarios", "cell_small", "--steps", "40000", "--cell-envs", "128",
+                                  "--arrivals", "50000", "--seeds", "0", "1", "--json", str(tmp_path / "rows.json")])
+    assert (row["seed"], other["seed"]) == (0, 1) and other["decisions"] > 0  # a learner per seed
+    gap, half = optimality.mean_interval([row["gap_to_optimum"], other["gap_to_optimum"]])
+    assert f"blocking gap to the LP optimum {gap:+.4f} [{gap - half:+.4f}, {gap + half:+.4f}] over 2 seed(s)" \
+        in capsys.readouterr().out
     assert row["optimum"]["blocking"] == pytest.approx(0.3443, abs=5e-5) and row["states"] == 16
     assert row["optimum"]["dropping"] == pytest.approx(0.05)
     exact, sim = row["learned_exact"], row["learned"]
