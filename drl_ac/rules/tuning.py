@@ -12,7 +12,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from drl_ac.evaluation.metrics import evaluate
+from drl_ac.evaluation.metrics import Z95_ONE_SIDED, evaluate
 from drl_ac.evaluation.steady import steady_state
 from envs import NetworkSpec
 
@@ -45,7 +45,9 @@ def look_bounds(arrivals: int, max_arrivals: int, alpha: float = 0.05) -> tuple[
     passed at any look would pass too often (on mmc_c3, n < 8 at exact violation 0.0999
     passed at 1.645 on 8 of 30 seeds with four looks, 4 of 30 with one). Each early look spends
     ``EARLY_ALPHA``, the last the rest, so all together keep P(a rule at eps passes) <= alpha
-    (Bonferroni over the looks), as the learner's single calibration look does."""
+    (Bonferroni over the looks), as the learner's single calibration look does. Only passing
+    spends it: a rule whose one-sided lower bound is above eps is dropped at any look with the
+    plain 1.645 (a dropped rule cannot pass), so clearly infeasible rules stay cheap."""
     if arrivals < 1:
         raise ValueError(f"arrivals: {arrivals} arrivals per first look. Fix: give at least 1.")
     looks, n = 1, arrivals
@@ -117,8 +119,8 @@ class Tuner:
                     p, se = m[self.measure], m[f"{self.measure}_se"]
                     if math.isnan(p):  # nothing admitted: nothing dropped
                         p, se = 0.0, 0.0
-                    z = self.z_early if n < self.max_arrivals else self.z_last
-                    lo, hi = p - z * se, p + z * se
+                    # passing spends the 5% (``look_bounds``); dropping a rule spends none of it
+                    lo, hi = p - Z95_ONE_SIDED * se, p + (self.z_early if n < self.max_arrivals else self.z_last) * se
                     ok = hi <= eps
                 else:
                     lo, hi = m[f"{self.measure}_ci"]
