@@ -15,8 +15,11 @@ with reroute / replicate after a tuned tau; lowest mean response time), then eve
 evaluated in steady state on the same fresh seed with a stability verdict and the learned
 one is judged against the best feasible, stable rule with a paired 95% interval
 (drl_ac.study). A network also gets the paper's tabular R-learning, trained in the same
-environment (a learned comparator, not a rule). Tuning takes a while: one line per
-candidate goes to stderr (--quiet: none), the table (or JSON) to stdout.
+environment (a learned comparator, not a rule). The rules are tuned and measured in other
+processes (one per independent chain of rule families: a cell's thresholds and guards,
+redundancy's fixed d and its own-server threshold) while this one measures the policy, with
+the same rules and figures as one process. Tuning takes a while: one line per candidate goes
+to stderr (--quiet: none), the table (or JSON) to stdout.
 
 --per-hour (a day of hourly rate tables, as cell_5g's) adds the oracle of a policy that sees the
 clock: every rule family re-tuned at each hour's rates and switched by the hour
@@ -84,8 +87,10 @@ def main(argv: list[str] | None = None) -> None:
                    help="--baselines on a day of hourly rate tables (a cell's): also every rule family re-tuned at "
                         "each hour's rates and switched by the hour (the oracle), with a table hour by hour")
     p.add_argument("--workers", type=int, default=1,
-                   help="--baselines: processes that tune at once, the day's rules and each hour's of --per-hour "
-                        "(their progress lines are not shown; same rules as one process)")
+                   help="--baselines --per-hour: processes that tune at once, the day's rules and each hour's "
+                        "(their progress lines are not shown; same rules as one process). Without --per-hour the "
+                        "rules are tuned and measured in other processes, one per chain of rule families, while "
+                        "this one measures the policy")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr while --baselines tunes")
     p.add_argument("--threads", type=int, default=1, help=THREADS_HELP)
     engine_flags(p)
@@ -159,20 +164,43 @@ def compare_with_baselines(policy, spec, args) -> tuple[dict[str, dict], study.V
         tuning["measure"] = args.cell_measure
     if "chain" in takes and CELL_RULES[getattr(args, "cell_rules", "all")] is not None:
         tuning["chain"] = CELL_RULES[args.cell_rules]
-    jobs, index = hour_jobs(spec, args.seed) if getattr(args, "per_hour", False) else ([], [])
-    tuned, *hours = tune_many([(spec, args.seed), *jobs], args.budget, getattr(args, "workers", 1), say, **tuning)
-    hourly = per_hour_from(spec, index, hours) if jobs else {}
-    tuned.update(hourly)
-    rows, verdict = study.compare(policy, spec, args.seed, args.budget, progress=say, tuned=tuned)
-    if spec.system.kind == "admission":
-        lam = args.tabular_lam if args.tabular_lam is not None else paper_lam(spec, policy)
-        decisions = args.tabular_decisions or (500_000 if spec.num_stations < 4 else 1_500_000)
-        say(f"training tabular R-learning (lam {lam:g}, {decisions} decisions)")
-        tab = train_tabular(spec, decisions, lam=lam, seed=args.seed)
-        rows["tabular R-learning"] = {"rule": f"lam {lam:g}, {decisions} decisions",
-                                      **study.measure(tab, spec, args.seed + study.EVALUATION, args.budget)}
+    if getattr(args, "per_hour", False):
+        jobs, index = hour_jobs(spec, args.seed)
+        tuned, *hours = tune_many([(spec, args.seed), *jobs], args.budget, getattr(args, "workers", 1), say,
+                                     **tuning)
+        hourly = per_hour_from(spec, index, hours)
+        tuned.update(hourly)
+        rows, verdict = study.compare(policy, spec, args.seed, args.budget, progress=say, tuned=tuned)
+        rows.update(tabular_row(policy, spec, args, say))
+    else:  # the rules in other processes (one per chain) while this one measures the policies
+        hourly = {}
+        background = study.BackgroundRules(spec, args.seed, args.budget, show=not getattr(args, "quiet", False),
+                                           **tuning)
+        try:
+            learned = study.measure(policy, spec, args.seed + study.EVALUATION, args.budget)
+            say(f"learned: {study.table_cell(learned, spec)}")
+            tabular = tabular_row(policy, spec, args, say)
+            tuned, measured = background.result(say)
+        finally:
+            background.cancel()
+        rows, verdict = study.compare(policy, spec, args.seed, args.budget, progress=say, tuned=tuned,
+                                      measured=measured, learned=learned)
+        rows.update(tabular)
     say("done")
     return rows, verdict, {name: [r.describe() for r in result.rule.rules] for name, result in hourly.items()}
+
+
+def tabular_row(policy, spec, args, say) -> dict[str, dict]:
+    """A network's learned comparator: the paper's tabular R-learning, trained here and measured
+    on the evaluation seed (none on another system)."""
+    if spec.system.kind != "admission":
+        return {}
+    lam = args.tabular_lam if args.tabular_lam is not None else paper_lam(spec, policy)
+    decisions = args.tabular_decisions or (500_000 if spec.num_stations < 4 else 1_500_000)
+    say(f"training tabular R-learning (lam {lam:g}, {decisions} decisions)")
+    tab = train_tabular(spec, decisions, lam=lam, seed=args.seed)
+    return {"tabular R-learning": {"rule": f"lam {lam:g}, {decisions} decisions",
+                                   **study.measure(tab, spec, args.seed + study.EVALUATION, args.budget)}}
 
 
 def paper_lam(spec, policy) -> float:

@@ -25,6 +25,7 @@ from drl_ac.study.compare import (
     skips_steady_state,
     stability_first,
     table,
+    table_cell,
     tune_rules,
     unstable_row,
 )
@@ -34,4 +35,4 @@ from drl_ac.study.run import StudyConfig, at_load, reference_rate, run_study
 
 __all__ = ["BUDGETS", "BackgroundRules", "RuleRows", "Run", "RunOptions", "EVALUATION", "TUNING", "VALIDATION", "StudyConfig", "Verdict", "at_load", "guard_rule",
            "FEASIBLE", "across_loads", "compare", "feasible", "guard", "guard_candidates", "json_rows", "judge", "load_range", "measure", "measure_rules", "no_interval", "reference_rate", "skips_steady_state", "stability_first", "unstable_row",
-           "run_study", "table", "tune_rules"]
+           "run_study", "table", "table_cell", "tune_rules"]

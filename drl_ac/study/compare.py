@@ -268,17 +268,21 @@ class BackgroundRules:
     process per chain, merged in the chains' order. ``tuned`` returns the rules as soon as they
     are tuned (a control policy's guard needs them), ``result`` the rules and their rows. If a
     second process cannot run (a script read from standard input cannot be re-imported by it),
-    the work is done here. ``cancel`` stops them (Ctrl-C)."""
+    the work is done here. ``cancel`` stops them (Ctrl-C). ``show``: the processes print their
+    progress lines to stderr (``drl_ac.cli.progress_printer``); ``tuning``: options of the
+    system's tuner replacing the budget's, as ``tune_rules``' (``chain``: that chain only)."""
 
     def __init__(self, spec: NetworkSpec, seed: int = 0, budget: str = "quick",
-                 tuned: dict[str, TuningResult] | None = None):
+                 tuned: dict[str, TuningResult] | None = None, show: bool = False, **tuning: Any):
         _budget(budget)  # an unknown budget fails here, not in the second process
-        self.spec, self.seed, self.budget, self.given = spec, seed, budget, tuned
+        self.spec, self.seed, self.budget, self.given, self.tuning = spec, seed, budget, tuned, tuning
         self._tuned: dict[str, TuningResult] | None = None
         self.started = time.perf_counter()
-        count = 1 if tuned is not None else rules.chains(spec)
-        self.workers = [Worker(_rules_into, spec, seed, budget, tuned, chain, stream=True)
-                        for chain in ([None] if count == 1 else range(count))]
+        count = 1 if tuned is not None or "chain" in tuning else rules.chains(spec)
+        chains = [tuning.get("chain")] if count == 1 else range(count)
+        options = {k: v for k, v in tuning.items() if k != "chain"}
+        self.workers = [Worker(_rules_into, spec, seed, budget, tuned, chain, show, options, stream=True)
+                        for chain in chains]
 
     def tuned(self, progress: Callable[[str], None] = lambda s: None) -> dict[str, TuningResult]:
         if self._tuned is None:
@@ -287,8 +291,8 @@ class BackgroundRules:
             except (EOFError, OSError):
                 progress("a second process could not tune the rules: tuning them here")
                 self.cancel()
-                self._tuned = tune_rules(self.spec, self.seed, self.budget, progress) if self.given is None \
-                    else self.given
+                self._tuned = tune_rules(self.spec, self.seed, self.budget, progress, **self.tuning) \
+                    if self.given is None else self.given
         return self._tuned
 
     def result(self, progress: Callable[[str], None] = lambda s: None) -> RuleRows:
@@ -313,13 +317,16 @@ class BackgroundRules:
 
 
 def _rules_into(send: Callable[[Any], None], spec: NetworkSpec, seed: int, budget: str, tuned: dict | None,
-                chain: int | None) -> None:
+                chain: int | None, show: bool, tuning: dict[str, Any]) -> None:
     """A second process of ``BackgroundRules`` (a ``Worker``): the rules (of one chain), then
     their rows."""
+    from drl_ac.cli import progress_printer
+
+    say = progress_printer(quiet=not show)
     if tuned is None:
-        tuned = tune_rules(spec, seed, budget, **({} if chain is None else {"chain": chain}))
+        tuned = tune_rules(spec, seed, budget, say, **tuning, **({} if chain is None else {"chain": chain}))
     send(tuned)
-    send(measure_rules(tuned, spec, seed, budget))
+    send(measure_rules(tuned, spec, seed, budget))  # its rows are printed by ``result``
 
 
 def measure_rules(tuned: dict[str, TuningResult], spec: NetworkSpec, seed: int = 0, budget: str = "quick",
@@ -436,15 +443,19 @@ def guard(policy: LoadedPolicy, spec: NetworkSpec, default: Any, seed: int = 0, 
 
 def compare(policy: Policy, spec: NetworkSpec, seed: int = 0, budget: str = "quick",
             progress: Callable[[str], None] = lambda s: None, tuned: dict[str, TuningResult] | None = None,
-            measured: dict[str, dict] | None = None, **tuning: Any) -> tuple[dict[str, dict], Verdict]:
+            measured: dict[str, dict] | None = None, learned: dict | None = None,
+            **tuning: Any) -> tuple[dict[str, dict], Verdict]:
     """Tune the rules (seed + TUNING; ``tuned``: already tuned), measure them (``measured``:
-    already measured, ``measure_rules``) and ``policy`` (seed + EVALUATION), judge. Returns
-    every row (``learned`` first, then the rules with their ``rule`` description) and the
-    verdict. ``tuning``: options of the system's tuner replacing the budget's."""
+    already measured, ``measure_rules``) and ``policy`` (seed + EVALUATION; ``learned``: its
+    row, already measured by ``measure`` there), judge. Returns every row (``learned`` first,
+    then the rules with their ``rule`` description) and the verdict. ``tuning``: options of
+    the system's tuner replacing the budget's."""
     if measured is None:
         tuned = tune_rules(spec, seed, budget, progress, **tuning) if tuned is None else tuned
-    rows = {"learned": {"rule": "learned", **measure(policy, spec, seed + EVALUATION, budget)}}
-    progress(f"learned: {table_cell(rows['learned'], spec)}")
+    if learned is None:
+        learned = measure(policy, spec, seed + EVALUATION, budget)
+        progress(f"learned: {table_cell(learned, spec)}")
+    rows = {"learned": {"rule": "learned", **learned}}
     rows.update(measure_rules(tuned, spec, seed, budget, progress) if measured is None else measured)
     verdict = judge(spec, rows["learned"], {k: v for k, v in rows.items() if k != "learned"})
     return rows, verdict

@@ -118,13 +118,25 @@ BUDGETS = {"smoke": {"num_envs": 8, "max_steps": 400, "k_grid": (4, 16), "m_grid
 wiring in seconds, quick ends a default training run, full is a study's."""
 
 
+CHAINS = 2
+"""Independent chains of the tuned families (``tuned_rules``'s ``chain``): every fixed d and the
+load threshold, which falls back to the best of them; the own-server threshold. Each chain
+settles its tuner on the same base, so two processes can tune the two at once
+(``drl_ac.study.BackgroundRules``), with the rules and figures of one process."""
+
+
 def tuned_rules(spec: NetworkSpec, seed: int = 777, num_envs: int = 64, max_steps: int = 16_000,
                 progress: Callable[[str], None] | None = None, k_grid: tuple[int, ...] = K_GRID,
-                m_grid: tuple[int, ...] = M_GRID) -> dict[str, TuningResult]:
+                m_grid: tuple[int, ...] = M_GRID, chain: int | None = None) -> dict[str, TuningResult]:
     """Every fixed d (unstable ones marked, not simulated), the load threshold, tuned over
     ``k_grid`` and every ``high`` above the best fixed d (while the best k is the largest
     tried, k doubles up to ``K_MAX``: a careful engineer's grid covers the loads it meets),
-    and the own-server threshold, tuned over its d_max and ``m_grid`` (``own_server_rules``)."""
+    and the own-server threshold, tuned over its d_max and ``m_grid`` (``own_server_rules``).
+    ``chain``: only that one of the ``CHAINS`` (0: the fixed d and the load threshold, 1: the
+    own-server threshold)."""
+    if chain not in (None, *range(CHAINS)):
+        raise ValueError(f"chain must be None or one of 0..{CHAINS - 1}, got {chain!r}. Fix: 0 for the fixed d and "
+                         "the load threshold, 1 for the own-server threshold, None for both.")
     red, rate = spec.block, spec.arrival_rate
     lam_star = limits(spec)
     tuner = ControlTuner(spec, seed, num_envs, max_steps, progress=progress)
@@ -132,6 +144,19 @@ def tuned_rules(spec: NetworkSpec, seed: int = 777, num_envs: int = 64, max_step
     safest = max(range(len(red.choices)), key=lambda a: lam_star[red.choices[a]])
     if rate < lam_star[red.choices[safest]]:  # near the limit, the system sets the horizon
         tuner.settle_on(ConstantAction(safest, f"d = {red.choices[safest]}"))
+    if chain in (None, 0):
+        out.update(_fixed_and_load_threshold(spec, tuner, lam_star, k_grid))
+    own = own_server_rules(spec, m_grid)
+    hopeless = all(rate >= lam_star[d] for d in red.choices)  # no fixed d is stable: no threshold is tuned
+    if chain in (None, 1) and own and not hopeless:
+        out["own-server threshold"] = tuner.best(own)
+    return out
+
+
+def _fixed_and_load_threshold(spec: NetworkSpec, tuner: ControlTuner, lam_star: dict[int, float],
+                              k_grid: tuple[int, ...]) -> dict[str, TuningResult]:
+    red, rate = spec.block, spec.arrival_rate
+    out: dict[str, TuningResult] = {}
     for a, d in enumerate(red.choices):
         rule = ConstantAction(a, f"d = {d}")
         if rate >= lam_star[d]:
@@ -154,7 +179,4 @@ def tuned_rules(spec: NetworkSpec, seed: int = 777, num_envs: int = 64, max_step
             candidates += at(min(2 * best.rule.k, K_MAX))
             best = tuner.best(candidates)
         out["load threshold"] = best
-    own = own_server_rules(spec, m_grid)
-    if own:
-        out["own-server threshold"] = tuner.best(own)
     return out

@@ -158,6 +158,21 @@ def test_a_cells_rule_chains_tuned_in_two_processes_give_the_rules_of_one():
         study.tune_rules(spec, 3, "smoke", chain=2)
 
 
+def test_background_rules_take_the_tuners_options_and_show_their_progress(capfd):
+    """evaluate.py's --cell-rules and --tune-arrivals reach the tuner in the second process
+    (one chain: one process), and its progress lines reach stderr as the tuning goes."""
+    spec = load_spec("cell_small")
+    background = study.BackgroundRules(spec, 3, "smoke", show=True, chain=1, arrivals=1_000)
+    there = background.result()
+    assert len(background.workers) == 1
+    here = study.tune_rules(spec, 3, "smoke", chain=1, arrivals=1_000)
+    assert list(there.tuned) == list(here) == ["guard channel", "fractional guard channel"]
+    for name, r in here.items():
+        assert there.tuned[name].rule.describe() == r.rule.describe()
+        assert there.tuned[name].metrics["blocking"] == r.metrics["blocking"]
+    assert "s] tuning the rules of cell_small (smoke)" in capfd.readouterr().err
+
+
 def test_a_run_that_reached_no_steady_state_carries_no_interval_and_no_verdict():
     spec = load_spec("redundancy_ps")
     rules = {"d = 1": control_row([1.0, 1.1, 0.9, 1.0])}
