@@ -154,23 +154,29 @@ def test_a_cells_rule_chains_tuned_in_two_processes_give_the_rules_of_one():
     for name, r in tuned.items():
         assert there.tuned[name].rule.describe() == r.rule.describe()
         assert there.tuned[name].metrics["blocking"] == r.metrics["blocking"]
+    one = study.BackgroundRules(spec, 3, "smoke", chain=1)  # --cell-rules guards: that chain, one process
+    guards = one.tuned()
+    one.cancel()
+    assert len(one.workers) == 1 and list(guards) == ["guard channel", "fractional guard channel"]
+    assert all(guards[name].rule.describe() == tuned[name].rule.describe() for name in guards)
     with pytest.raises(ValueError, match="chain must be None or one of 0..1"):
         study.tune_rules(spec, 3, "smoke", chain=2)
 
 
 def test_background_rules_take_the_tuners_options_and_show_their_progress(capfd):
-    """evaluate.py's --cell-rules and --tune-arrivals reach the tuner in the second process
-    (one chain: one process), and its progress lines reach stderr as the tuning goes."""
-    spec = load_spec("cell_small")
-    background = study.BackgroundRules(spec, 3, "smoke", show=True, chain=1, arrivals=1_000)
-    there = background.result()
-    assert len(background.workers) == 1
-    here = study.tune_rules(spec, 3, "smoke", chain=1, arrivals=1_000)
-    assert list(there.tuned) == list(here) == ["guard channel", "fractional guard channel"]
+    """evaluate.py's --tune-arrivals reaches the tuner in the second process, with the rules and
+    figures of this one, and its progress lines reach stderr as the tuning goes."""
+    spec = load_spec("mmc_c1")
+    there = study.BackgroundRules(spec, 3, "smoke", show=True, arrivals=1_500).result()
+    here = study.tune_rules(spec, 3, "smoke", arrivals=1_500)
+    assert list(there.tuned) == list(here)
     for name, r in here.items():
         assert there.tuned[name].rule.describe() == r.rule.describe()
-        assert there.tuned[name].metrics["blocking"] == r.metrics["blocking"]
-    assert "s] tuning the rules of cell_small (smoke)" in capfd.readouterr().err
+        assert there.tuned[name].metrics["arrivals"] == r.metrics["arrivals"]
+        assert there.tuned[name].metrics["violation"] == r.metrics["violation"]
+    assert here["total threshold"].metrics["arrivals"] != study.tune_rules(spec, 3, "smoke")[
+        "total threshold"].metrics["arrivals"]  # the option changed the sample
+    assert "s] tuning the rules of mmc_c1 (smoke)" in capfd.readouterr().err
 
 
 def test_a_run_that_reached_no_steady_state_carries_no_interval_and_no_verdict():
