@@ -11,6 +11,7 @@ and on an earlier commit (a git worktree), interleaved, with their ratio.
     python experiments/benchmark.py --only ps        # PS tandem, redundancy-d, two pools
     python experiments/benchmark.py --only cell      # the cell scenarios at B = 4096
     python experiments/benchmark.py --only engines   # NumPy vs compiled engine, side by side (also: --engine both)
+    python experiments/benchmark.py --only engines --engine-instances 128 4096 --engine-decisions 200000
 
 Training speed: decisions per second with learning (one gradient step per vector step)
 on `paper_tandem`, for several numbers of instances, after the replay has filled.
@@ -338,7 +339,7 @@ def engines_table(num_envs: int, decisions: int, threads: int = 2) -> None:
             for key, n in (("one", 1), ("many", threads)):
                 rate = _with_threads(n, _decision_rate, spec, policy, num_envs, decisions, "compiled")
                 rates[key] = max(rates[key], rate)
-        used = Engine(spec, 1, seed=0).engine
+        used = Engine(spec, num_envs, seed=0).engine  # a system's loop may depend on the instances
         print(f"{label:<34}{used:>9}{rates['numpy']:>11,.0f}{rates['one']:>12,.0f}{rates['one'] / rates['numpy']:>7.2f}"
               f"{rates['many']:>12,.0f}{rates['many'] / rates['one']:>8.2f}")
         if label == "paper_tandem accept-all":
@@ -446,13 +447,16 @@ def main() -> None:
     parser.add_argument("--engine", choices=["both", "numpy", "compiled"], default="compiled",
                         help="the engine of the other tables; both: also the table of the two side by side")
     parser.add_argument("--engine-decisions", type=int, default=800_000, help="decisions per run of that table")
+    parser.add_argument("--engine-instances", type=int, nargs="+", default=[4096],
+                        help="instances of that table, one table each (a steady-state evaluation runs 128)")
     parser.add_argument("--threads", type=int, default=2, help="threads of the compiled engine's second column")
     parser.add_argument("--repeats", type=int, default=3, help="runs per side in the comparison (best kept)")
     args = parser.parse_args()
     use_engine("compiled" if args.engine == "both" else args.engine)
     if args.only == "engines" or (args.only is None and args.engine == "both"):
         compile_seconds()
-        engines_table(4096, args.engine_decisions, args.threads)
+        for num_envs in args.engine_instances:
+            engines_table(num_envs, args.engine_decisions, args.threads)
     if args.only in (None, "simulator"):
         simulator_table(args.sizes, args.decisions)
         accept_all_delays()

@@ -87,10 +87,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="--baselines on a day of hourly rate tables (a cell's): also every rule family re-tuned at "
                         "each hour's rates and switched by the hour (the oracle), with a table hour by hour")
     p.add_argument("--workers", type=int, default=1,
-                   help="--baselines --per-hour: processes that tune at once, the day's rules and each hour's "
-                        "(their progress lines are not shown; same rules as one process). Without --per-hour the "
-                        "rules are tuned and measured in other processes, one per chain of rule families, while "
-                        "this one measures the policy")
+                   help="--baselines --per-hour: processes that tune the day's rules and each hour's at once "
+                        "(same rules as one process; without --per-hour: one per chain of rule families)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr while --baselines tunes")
     p.add_argument("--threads", type=int, default=1, help=THREADS_HELP)
     engine_flags(p)
