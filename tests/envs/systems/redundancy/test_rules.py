@@ -2,6 +2,7 @@
 run as the spec with that d forced, and the tuner's rows against the exact limits."""
 
 import numpy as np
+import pytest
 import torch
 import yaml
 
@@ -74,8 +75,17 @@ def test_limits_are_the_scenarios():
     assert abs(lam[1] - 10.0) < 1e-9 and abs(lam[2] - 8.0) < 0.05 and lam[4] < lam[3] < lam[2]
 
 
-def test_tuner_marks_unstable_d_and_tunes_the_threshold():
-    rows = tuned_rules(spec_at(8.5), seed=1, num_envs=4, max_steps=400, k_grid=(2, 8), m_grid=(0,))
+TUNING = {"seed": 1, "num_envs": 4, "max_steps": 200, "k_grid": (2, 8), "m_grid": (0,)}  # small runs at rate 8.5
+
+
+@pytest.fixture(scope="module")
+def tuned_at_8_5() -> dict:
+    """Every rule tuned at rate 8.5 (load 0.85 of d = 1's limit), shared by the tests below."""
+    return tuned_rules(spec_at(8.5), **TUNING)
+
+
+def test_tuner_marks_unstable_d_and_tunes_the_threshold(tuned_at_8_5):
+    rows = tuned_at_8_5
     assert set(rows) == {"d = 1", "d = 2", "d = 3", "d = 4", "load threshold", "own-server threshold"}
     for d in (2, 3, 4):  # lambda*(2) = 8.0 < 8.5: every d >= 2 is unstable alone, not simulated
         assert "unstable" in rows[f"d = {d}"].metrics and "arrivals" not in rows[f"d = {d}"].metrics
@@ -90,24 +100,20 @@ def test_the_threshold_grid_grows_while_its_best_k_is_the_largest_tried():
 
     from envs.systems.redundancy.rules import K_MAX
 
-    result = tuned_rules(spec_at(8.5), seed=1, num_envs=4, max_steps=400, k_grid=(2,), m_grid=(0,))["load threshold"]
+    result = tuned_rules(spec_at(8.5), **{**TUNING, "k_grid": (2,)})["load threshold"]
     tried = {int(m.group(1)) for label, *_ in result.trace if (m := re.search(r"below (\d+) jobs", label))}
     assert {2, 4} <= tried and tried <= {2 ** i for i in range(1, 11)}
     assert result.rule.k < max(tried) or result.rule.k == K_MAX
 
 
-def test_the_two_chains_tuned_apart_give_the_rules_and_figures_of_one_tuning():
+def test_the_two_chains_tuned_apart_give_the_rules_and_figures_of_one_tuning(tuned_at_8_5):
     """``CHAINS``: the fixed d with the load threshold, and the own-server threshold, tuned in
     separate processes (each settling on the same base) give what one tuning gives; a chain
     that does not exist is refused, naming the fix."""
-    import pytest
-
     from drl_ac import rules
 
-    spec = spec_at(8.5)
-    options = {"seed": 1, "num_envs": 4, "max_steps": 200, "k_grid": (2, 8), "m_grid": (0,)}
-    whole = tuned_rules(spec, **options)
-    first, second = tuned_rules(spec, chain=0, **options), tuned_rules(spec, chain=1, **options)
+    spec, whole = spec_at(8.5), tuned_at_8_5
+    first, second = tuned_rules(spec, chain=0, **TUNING), tuned_rules(spec, chain=1, **TUNING)
     assert rules.chains(spec) == 2 and list(second) == ["own-server threshold"]
     apart = {**first, **second}
     assert list(apart) == list(whole)
@@ -116,5 +122,5 @@ def test_the_two_chains_tuned_apart_give_the_rules_and_figures_of_one_tuning():
         assert apart[name].metrics.get("mean_delay") == r.metrics.get("mean_delay")
         assert apart[name].metrics.get("arrivals") == r.metrics.get("arrivals")
     with pytest.raises(ValueError, match="chain must be None or one of 0..1"):
-        tuned_rules(spec, chain=2, **options)
-    assert tuned_rules(spec_at(100.0), chain=1, **options) == {}  # every d unstable: nothing to tune
+        tuned_rules(spec, chain=2, **TUNING)
+    assert tuned_rules(spec_at(100.0), chain=1, **TUNING) == {}  # every d unstable: nothing to tune
