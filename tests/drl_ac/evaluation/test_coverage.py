@@ -97,3 +97,17 @@ def test_a_rerun_skips_broken_lines_and_records_of_another_exact_value(tmp_path)
     stale = {**record(1001, 20.1, True, exact=19.0), "options": options}
     out.write_text(json.dumps(good) + "\n" + json.dumps(stale) + "\n" + '{"case": "mm1_0.95", "se')
     assert [r["seed"] for r in coverage.read(out, "mm1_0.95", options)] == [1000]
+
+
+def test_the_shipped_record_of_the_long_case_passes():
+    """docs/coverage.jsonl holds the 40 seeds of redundancy d = 1 at load 0.95 (hours of
+    simulation, run with experiments/coverage.py over several sittings): read as a rerun would
+    read them (a record of another exact value or other options is not theirs), they pass."""
+    from pathlib import Path
+
+    name = "redundancy_d1_0.95"
+    shipped = Path(__file__).resolve().parents[3] / "docs" / "coverage.jsonl"
+    records = coverage.read(shipped, name, coverage.case_named(name).options)
+    assert sorted(r["seed"] for r in records) == list(range(1000, 1040))
+    verdict = coverage.judge(records)
+    assert verdict.passes, verdict.describe()
