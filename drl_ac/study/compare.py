@@ -306,7 +306,7 @@ class BackgroundRules:
             self.cancel()
         what = "measured" if self.given is not None else "tuned and measured"
         progress(f"{what} the rules of {self.spec.name} ({self.budget}) in {len(self.workers)} other process(es) "
-                 f"during training ({time.perf_counter() - self.started:.0f} s since their start)")
+                 f"beside this one ({time.perf_counter() - self.started:.0f} s since their start)")
         for name, m in rows.items():
             progress(f"{name}: {table_cell(m, self.spec)}")
         return RuleRows(tuned, rows)
