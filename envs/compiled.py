@@ -75,7 +75,10 @@ def threads() -> int:
 
 
 class Kernel(Protocol):
-    """A system's compiled event loop (``System.kernel``): does what ``Engine.run`` does."""
+    """A system's compiled event loop (``System.kernel``): does what ``Engine.run`` does, and
+    where it has one, ``insert`` (``Engine.insert`` in one pass; None: the engine's own)."""
+
+    insert: Callable | None
 
     def run(self, eng: Engine, st: State, inst: np.ndarray, horizon: np.ndarray, on_exit: Callable) -> None:
         """Process, per row and in time order, every event at time <= horizon (see ``Engine.run``)."""

@@ -290,6 +290,9 @@ class Engine:
     # ------------------------------------------------------------------ the loop
     def insert(self, st: State, inst: np.ndarray, rows: np.ndarray, action: np.ndarray | None) -> None:
         """Admit the job arriving now in ``rows`` of ``st`` (``action`` None: the drawn entry)."""
+        if self.kernel is not None and self.kernel.insert is not None:
+            self.kernel.insert(self, st, inst, rows, action)
+            return
         jid = self.slot[inst[rows]]
         for name in self.job_arrays[1:]:  # totals start at zero; "since" is set on arrival
             getattr(st, name)[rows, jid] = 0.0

@@ -39,7 +39,10 @@ def grow_exits(buffers: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
 
 class CompiledLoop:
     """Base of a system's compiled loop: the real network's exit buffers, kept between steps
-    (they grow), and the launch-until-done driver."""
+    (they grow), and the launch-until-done driver. A loop that also admits a job in one pass
+    (``Engine.insert``: its totals zeroed, its copies placed) defines ``insert``."""
+
+    insert = None
 
     def __init__(self, eng):
         self.exit_buffers = exit_buffers(eng.B, 8)
@@ -72,18 +75,17 @@ class CompiledLoop:
         """As ``Engine._departures``: the outcome rows of the jobs that left, their slots freed.
         A job's work is what its stations served; where copies are cancelled (``routing.cancels``),
         the copy that finished plus what the cancelled ones used, and the copies that started."""
-        jobs = eng.jobs
-        arrived, sojourn, delay, service, wait, cls, step, action = departure_rows(
-            rows, jid, n, when, jobs.arrival_time, jobs.service, jobs.wait, eng.state.wait_sum, jobs.job_class,
-            jobs.step, jobs.action, jobs.live, jobs.free, jobs.free_count, eng.spec.delay == "paper")
-        served = np.where(np.isnan(wait), np.nan, service)
-        if eng.routing.cancels:  # the per-job clocks outlive the release
-            work = service[np.arange(rows.size), n] + eng.state.cancelled_work[rows, jid]
-            copies = 1 + eng.state.cancelled_started[rows, jid].astype(np.int64)
-        else:
-            work, copies = np.nansum(served, 1), np.ones(rows.size, np.int64)
-        return Outcomes(rows, step, action, np.ones(rows.size, bool), delay < eng.d_ub[cls], delay, sojourn, arrived,
-                        when, cls, work, copies, wait, served)
+        jobs, st = eng.jobs, eng.state
+        cancels = eng.routing.cancels
+        none = np.zeros((0, 0))
+        arrived, sojourn, delay, wait, served, cls, step, action, success, work, copies = departure_rows(
+            rows, jid, n, when, jobs.arrival_time, jobs.service, jobs.wait, st.wait_sum, jobs.job_class, jobs.step,
+            jobs.action, jobs.live, jobs.free, jobs.free_count, eng.spec.delay == "paper", eng.d_ub, cancels,
+            st.cancelled_work if cancels else none, st.cancelled_started if cancels else none)
+        if not cancels:  # NumPy's own (pairwise) sum, as the reference loop adds
+            work = np.nansum(served, 1)
+        return Outcomes(rows, step, action, np.ones(rows.size, bool), success, delay, sojourn, arrived, when, cls, work,
+                        copies, wait, served)
 
 
 @njit(cache=True)
@@ -141,23 +143,32 @@ def note_exit(r, jid, n, when, k, exit_jid, exit_n, exit_when, exit_round, exits
 
 @njit(cache=True)
 def departure_rows(rows, jid, n, when, arrival_time, service, wait, wait_sum, job_class, step, action, live, free,
-                   free_count, paper):
+                   free_count, paper, d_ub, cancels, cancelled_work, cancelled_started):
     """The outcome columns of the jobs that left (as ``Engine._departures``), and their slots
-    freed in the order they left (as ``SlotTable.release``)."""
+    freed in the order they left (as ``SlotTable.release``). ``served`` is the service where
+    the job was served (NaN elsewhere); where copies are cancelled (``cancels``), a job's
+    ``work`` is the copy that finished plus what the cancelled ones used, and ``copies`` the
+    copies that started (else ``work`` is left to the caller's sum of ``served``)."""
     R, N = rows.size, service.shape[2]
-    arrived, sojourn, delay = np.empty(R), np.empty(R), np.empty(R)
-    served, waited = np.empty((R, N)), np.empty((R, N))
-    cls, stp, act = np.empty(R, np.int64), np.empty(R, np.int64), np.empty(R, np.int64)
+    arrived, sojourn, delay, work = np.empty(R), np.empty(R), np.empty(R), np.empty(R)
+    raw, served, waited = np.empty((R, N)), np.empty((R, N)), np.empty((R, N))
+    cls, stp, act, copies = np.empty(R, np.int64), np.empty(R, np.int64), np.empty(R, np.int64), np.ones(R, np.int64)
+    success = np.empty(R, np.bool_)
     for i in range(R):
         r, j = rows[i], jid[i]
         arrived[i] = arrival_time[r, j]
         sojourn[i] = when[i] - arrived[i]
         for m in range(N):
-            served[i, m] = service[r, j, m]
+            raw[i, m] = service[r, j, m]
             waited[i, m] = wait[r, j, m]
-        delay[i] = wait_sum[r, j] + served[i, n[i]] if paper else sojourn[i]
+            served[i, m] = np.nan if np.isnan(waited[i, m]) else raw[i, m]
+        delay[i] = wait_sum[r, j] + raw[i, n[i]] if paper else sojourn[i]
         cls[i], stp[i], act[i] = job_class[r, j], step[r, j], action[r, j]
+        success[i] = delay[i] < d_ub[cls[i]]
+        if cancels:
+            work[i] = raw[i, n[i]] + cancelled_work[r, j]
+            copies[i] = 1 + np.int64(cancelled_started[r, j])
         live[r, j] = False
         free[r, free_count[r]] = j
         free_count[r] += 1
-    return arrived, sojourn, delay, served, waited, cls, stp, act
+    return arrived, sojourn, delay, waited, served, cls, stp, act, success, work, copies

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+from numba import njit
 
 if TYPE_CHECKING:
     from envs.engine import Engine
@@ -89,6 +90,11 @@ class ObservationEncoding:
         """(B, width) float32 features of the current arrival in every instance."""
         if self.pool:  # the servers are exchangeable: their order carries no information
             present = eng.waiting() + eng.busy()
+            if not (self.include_in_service or self.num_classes > 1 or self.period or self.info_width):
+                # redundancy's layout, in one pass (the hot path of its every step; the same floats)
+                order = eng.jobs.order if self.candidates else np.zeros((1, 1, 1), np.int64)
+                return pool_features(present, eng.jobs_in_system(), order, eng.slot, self.candidates, eng.gap_mean,
+                                     self.rate)
             parts = [-np.sort(-present, axis=1), eng.jobs_in_system()[:, None]]
         else:
             parts = [eng.waiting()]
@@ -182,3 +188,22 @@ class ObservationEncoding:
         return cls(int(d["num_stations"]), bool(d.get("include_in_service", False)), int(d.get("num_classes", 1)),
                    None if period is None else float(period), bool(d.get("pool", False)), int(d.get("info_width", 0)),
                    int(d.get("candidates", 0)), bool(d.get("rate", False)))
+
+
+@njit(cache=True)
+def pool_features(present, in_system, order, slot, candidates, gap_mean, rate):
+    """``ObservationEncoding.encode`` of a pool with no further parts: per instance the jobs per
+    server, most first, the number in system, the jobs at the arriving job's first
+    ``candidates`` servers and, with ``rate``, the arrival-rate estimate."""
+    B, N = present.shape
+    out = np.empty((B, N + 1 + candidates + (1 if rate else 0)), np.float32)
+    for b in range(B):
+        row = np.sort(present[b])
+        for i in range(N):
+            out[b, i] = row[N - 1 - i]
+        out[b, N] = in_system[b]
+        for c in range(candidates):
+            out[b, N + 1 + c] = present[b, order[b, slot[b], c]]
+        if rate:
+            out[b, N + 1 + candidates] = 1.0 / gap_mean[b]
+    return out

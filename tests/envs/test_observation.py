@@ -75,6 +75,25 @@ def test_pool_of_servers_is_seen_sorted_with_the_total_then_the_jobs_at_the_arri
     assert ObservationEncoding.from_dict(old).width == 11
 
 
+@pytest.mark.parametrize("candidates", [0, 2, 4])
+def test_the_pools_one_pass_encoding_gives_the_floats_of_its_parts(candidates):
+    """``pool_features`` (redundancy's hot path) against the features built part by part, the
+    rate estimate included: float32 of the same float64 values."""
+    spec = load_spec("redundancy_ps")
+    enc = ObservationEncoding(10, pool=True, candidates=candidates, rate=True)
+    sim = Engine(spec, 16, seed=5)
+    for i in range(200):
+        sim.step(np.arange(16) % 4 if i % 2 else np.zeros(16, np.int64))
+    present = sim.waiting() + sim.busy()
+    order = sim.jobs.order[np.arange(16), sim.slot][:, :candidates]
+    parts = [-np.sort(-present, axis=1), sim.jobs_in_system()[:, None], np.take_along_axis(present, order, 1),
+             1.0 / sim.gap_mean[:, None]]
+    obs = enc.encode(sim)
+    assert obs.dtype == np.float32 and obs.shape == (16, enc.width)
+    np.testing.assert_array_equal(obs, np.concatenate(parts, 1).astype(np.float32))
+    assert len(np.unique(obs[:, -1])) > 1
+
+
 def test_observation_is_queues_busy_servers_and_the_type_signal_one_hot():
     spec = load_spec("pools")
     enc = ObservationEncoding.for_spec(spec)

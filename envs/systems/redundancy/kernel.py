@@ -107,6 +107,22 @@ def run_rows(next_event, clock, last, count, tag, job, first, first_at, capacity
             note_exit(r, jid, s, when, k, exit_jid, exit_n, exit_when, exit_round, exits)
 
 
+@njit(cache=True, inline="always")
+def _arrive_one(r, s, j, t, clock, last, count, tag, job, first, first_at, capacity, inst, service, wait, next_event):
+    """A copy of job ``j`` arrives at server ``s`` of row ``r`` at ``t`` (there is room)."""
+    _advance(r, s, t, clock, last, count, capacity)
+    pos = count[r, s]
+    x = clock[r, s] + service[inst[r], j, s]
+    tag[r, s, pos] = x
+    job[r, s, pos] = j
+    count[r, s] = pos + 1
+    if x < first[r, s]:
+        first[r, s] = x
+        first_at[r, s] = pos
+    _reschedule(r, s, t, clock, count, first, capacity, next_event)
+    wait[inst[r], j, s] = 0.0
+
+
 @njit(cache=True)
 def arrive_rows(rows, jid, n, when, next_event, clock, last, count, tag, job, first, first_at, capacity, inst,
                 service, wait):
@@ -118,18 +134,34 @@ def arrive_rows(rows, jid, n, when, next_event, clock, last, count, tag, job, fi
         if count[rows[i], n[i]] >= width:
             return False
     for i in range(rows.size):
-        r, s, j, t = rows[i], n[i], jid[i], when[i]
-        _advance(r, s, t, clock, last, count, capacity)
-        pos = count[r, s]
-        x = clock[r, s] + service[inst[r], j, s]
-        tag[r, s, pos] = x
-        job[r, s, pos] = j
-        count[r, s] = pos + 1
-        if x < first[r, s]:
-            first[r, s] = x
-            first_at[r, s] = pos
-        _reschedule(r, s, t, clock, count, first, capacity, next_event)
-        wait[inst[r], j, s] = 0.0
+        _arrive_one(rows[i], n[i], jid[i], when[i], clock, last, count, tag, job, first, first_at, capacity, inst,
+                    service, wait, next_event)
+    return True
+
+
+@njit(cache=True)
+def admit_rows(rows, jid, action, choices, order, now, next_event, clock, last, count, tag, job, first, first_at,
+               capacity, inst, service, wait, wait_sum, cancelled_work, cancelled_started):
+    """``Engine.insert`` in one pass: the jobs ``jid`` arriving now in ``rows`` (distinct) start
+    with zero totals and send a copy to each of their first d servers (d = ``choices[action]``),
+    in the order of their servers, as the NumPy loop's columns of placements do (a row's copies
+    touch only its own servers, so row by row is the same arithmetic). Returns False, having
+    changed nothing, where a server has no room left for another tag."""
+    width = tag.shape[2]
+    for i in range(rows.size):
+        r = rows[i]
+        for c in range(choices[action[i]]):
+            if count[r, order[inst[r], jid[i], c]] >= width:
+                return False
+    for i in range(rows.size):
+        r, j = rows[i], jid[i]
+        wait_sum[r, j] = 0.0
+        cancelled_work[r, j] = 0.0
+        cancelled_started[r, j] = 0.0
+        t = now[inst[r]]
+        for c in range(choices[action[i]]):
+            _arrive_one(r, order[inst[r], j, c], j, t, clock, last, count, tag, job, first, first_at, capacity, inst,
+                        service, wait, next_event)
     return True
 
 
@@ -147,6 +179,20 @@ class PsRedundancyKernel(CompiledLoop):
         while not arrive_rows(rows, jid, n, when, st.next_event, st.ps_clock, st.ps_last, st.ps_count, st.ps_tag,
                               st.ps_job, st.ps_first, st.ps_first_at, self.kind.capacity, np.asarray(inst, np.int64),
                               eng.jobs.service, eng.jobs.wait):
+            PsKind._grow(st)
+
+    def insert(self, eng: Engine, st: State, inst: np.ndarray, rows: np.ndarray, action: np.ndarray | None) -> None:
+        """As ``Engine.insert``: admit the jobs arriving now in ``rows``, their copies placed."""
+        if action is None:
+            eng.routing.placements(eng.jobs, inst[rows], eng.slot[inst[rows]], action)  # refuses, saying why
+        inst = np.asarray(inst, np.int64)
+        rows = np.asarray(rows, np.int64)
+        action = np.asarray(action, np.int64)
+        jid = eng.slot[inst[rows]]
+        while not admit_rows(rows, jid, action, self.choices, eng.jobs.order, eng.now, st.next_event, st.ps_clock,
+                             st.ps_last, st.ps_count, st.ps_tag, st.ps_job, st.ps_first, st.ps_first_at,
+                             self.kind.capacity, inst, eng.jobs.service, eng.jobs.wait, st.wait_sum,
+                             st.cancelled_work, st.cancelled_started):
             PsKind._grow(st)
 
     def run(self, eng: Engine, st: State, inst: np.ndarray, horizon: np.ndarray, on_exit) -> None:
