@@ -198,9 +198,13 @@ def pool_features(present, in_system, order, slot, candidates, gap_mean, rate):
     B, N = present.shape
     out = np.empty((B, N + 1 + candidates + (1 if rate else 0)), np.float32)
     for b in range(B):
-        row = np.sort(present[b])
-        for i in range(N):
-            out[b, i] = row[N - 1 - i]
+        for i in range(N):  # insertion sort, most first: a handful of servers, no allocation per row
+            x = present[b, i]
+            k = i
+            while k > 0 and out[b, k - 1] < x:
+                out[b, k] = out[b, k - 1]
+                k -= 1
+            out[b, k] = x
         out[b, N] = in_system[b]
         for c in range(candidates):
             out[b, N + 1 + c] = present[b, order[b, slot[b], c]]
