@@ -35,9 +35,9 @@ class CopyToD:
         self.columns = (Column("order", (self.N,), np.int64),)
 
     def draw(self, rng: np.random.Generator, jobs: SlotTable, slot: np.ndarray) -> None:
-        every = np.arange(jobs.rows)
-        jobs.order[every, slot] = rng.random((jobs.rows, self.N)).argsort(1)
-        jobs.service[every, slot] = self.sizes(rng, jobs.rows)
+        fk = jobs.flat(np.arange(jobs.rows), slot)  # one flat index: faster than two
+        jobs.order.reshape(-1, self.N)[fk] = rng.random((jobs.rows, self.N)).argsort(1)
+        jobs.service.reshape(-1, self.N)[fk] = self.sizes(rng, jobs.rows)
 
     def sizes(self, rng: np.random.Generator, jobs: int) -> np.ndarray:
         """(jobs, N) copy sizes per server by the joint law (every column is a copy's size
