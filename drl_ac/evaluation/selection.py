@@ -85,7 +85,7 @@ def guarded(candidate: Candidate, default: int | Policy, states: np.ndarray, qua
         fields, name, actions = {"default_action": int(default)}, f"action {default}", np.full(len(states), default)
     else:
         fields, name, actions = default.guard_fields(), default.describe(), np.asarray(default(states))
-    with torch.no_grad():
+    with torch.inference_mode():
         q = build_qnet(candidate.section)(torch.from_numpy(states.astype(np.float32)))
     advantage = (q.max(1).values - q.gather(1, torch.from_numpy(actions.astype(np.int64))[:, None])[:, 0]).numpy()
     positive = advantage[advantage > 0]

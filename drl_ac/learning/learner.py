@@ -85,7 +85,7 @@ class DifferentialQLearner:
         self.reference: torch.Tensor | None = None  # rvi: observations whose mean value is rbar
         self.updates = 0
 
-    @torch.no_grad()
+    @torch.inference_mode()  # actions only, never a target: no autograd bookkeeping
     def greedy_actions(self, obs: torch.Tensor) -> torch.Tensor:
         return greedy(self.q(obs), self.admission)
 

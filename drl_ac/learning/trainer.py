@@ -380,7 +380,7 @@ class Trainer:
         return c.exploration_start * (c.exploration_end / c.exploration_start) ** frac
 
     def base_actions(self, obs: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
+        with torch.inference_mode():
             return self.base(torch.from_numpy(obs).to(self.device)).cpu().numpy()
 
     def step(self) -> None:
@@ -389,7 +389,7 @@ class Trainer:
         if self.rollout and self.decisions >= c.rollout_start and self.t % c.rollout_every == 0:
             self.replay.add(advantage_labels(self.driver, self.base_actions, c.rollout_horizon))
         obs_t = torch.from_numpy(self.obs).to(self.device)
-        with torch.no_grad():
+        with torch.inference_mode():
             followed = self.learner.greedy_actions(obs_t) if self.base is None else self.base(obs_t)
         greedy = followed.cpu().numpy()
         action = epsilon_greedy(greedy, self.exploration(), self.num_actions, self.rng)
