@@ -85,7 +85,8 @@ class Kernel(Protocol):
 
     def arrive(self, eng: Engine, st: State, inst: np.ndarray, rows: np.ndarray, jid: np.ndarray, n: np.ndarray,
                when: np.ndarray) -> None:
-        """Place jobs arriving at stations ``n`` (see ``Engine.arrive``)."""
+        """Place jobs arriving at stations ``n`` (see ``Engine.arrive``); a loop with ``insert``
+        and no moves between stations outside its event loop (redundancy) needs none."""
 
     def departures(self, eng: Engine, rows: np.ndarray, jid: np.ndarray, n: np.ndarray, when: np.ndarray
                    ) -> Outcomes:

@@ -124,22 +124,6 @@ def _arrive_one(r, s, j, t, clock, last, count, tag, job, first, first_at, capac
 
 
 @njit(cache=True)
-def arrive_rows(rows, jid, n, when, next_event, clock, last, count, tag, job, first, first_at, capacity, inst,
-                service, wait):
-    """Copies of jobs ``jid`` (one per row, rows distinct) arrive at servers ``n``; their wait
-    there is 0 (processor sharing serves at once). Returns False, having changed nothing,
-    where a server has no room left for another tag."""
-    width = tag.shape[2]
-    for i in range(rows.size):
-        if count[rows[i], n[i]] >= width:
-            return False
-    for i in range(rows.size):
-        _arrive_one(rows[i], n[i], jid[i], when[i], clock, last, count, tag, job, first, first_at, capacity, inst,
-                    service, wait, next_event)
-    return True
-
-
-@njit(cache=True)
 def admit_rows(rows, jid, action, choices, order, now, next_event, clock, last, count, tag, job, first, first_at,
                capacity, inst, service, wait, wait_sum, cancelled_work, cancelled_started):
     """``Engine.insert`` in one pass: the jobs ``jid`` arriving now in ``rows`` (distinct) start
@@ -172,14 +156,6 @@ class PsRedundancyKernel(CompiledLoop):
         super().__init__(eng)
         self.kind: PsKind = eng.single_kind
         self.choices = eng.routing.choices
-
-    def arrive(self, eng: Engine, st: State, inst: np.ndarray, rows: np.ndarray, jid: np.ndarray, n: np.ndarray,
-               when: np.ndarray) -> None:
-        """As ``PsKind.arrive`` (``Engine.arrive``), for rows that each get one copy."""
-        while not arrive_rows(rows, jid, n, when, st.next_event, st.ps_clock, st.ps_last, st.ps_count, st.ps_tag,
-                              st.ps_job, st.ps_first, st.ps_first_at, self.kind.capacity, np.asarray(inst, np.int64),
-                              eng.jobs.service, eng.jobs.wait):
-            PsKind._grow(st)
 
     def insert(self, eng: Engine, st: State, inst: np.ndarray, rows: np.ndarray, action: np.ndarray | None) -> None:
         """As ``Engine.insert``: admit the jobs arriving now in ``rows``, their copies placed."""
