@@ -337,7 +337,7 @@ two processes can tune the two chains at once (``drl_ac.study.BackgroundRules``)
 same rules as one process."""
 
 
-BUDGETS = {"smoke": {"arrivals": 2_000, "num_envs": 20, "max_arrivals": 2_000}, "quick": {"arrivals": 20_000},
+BUDGETS = {"smoke": {"arrivals": 2_000, "num_envs": 20, "max_arrivals": 2_000, "warmup": 50}, "quick": {"arrivals": 20_000},
            "full": {"arrivals": 100_000}}
 """``tuned_rules`` options per comparison budget (``drl_ac.study.BUDGETS``): smoke checks the
 wiring in seconds, quick ends a default training run, full is a study's."""
@@ -345,17 +345,19 @@ wiring in seconds, quick ends a default training run, full is a study's."""
 
 def tuned_rules(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_envs: int = 400,
                      measure: str = "dropping", bins: int = 24, progress: Callable[[str], None] | None = None,
-                     max_arrivals: int | None = None, chain: int | None = None) -> dict[str, TuningResult]:
+                     max_arrivals: int | None = None, chain: int | None = None,
+                     warmup: int | str = "auto") -> dict[str, TuningResult]:
     """Every cell rule tuned for ``spec`` (``progress`` is told of every evaluation); the
     per-phase table only with a periodic arrival profile (4 x ``arrivals`` per evaluation).
     ``max_arrivals``: the most a feasibility check grows its sample to (``Tuner``'s; default
     8 x ``arrivals``). ``chain``: only that one of the ``CHAINS`` (0: thresholds, 1: guards);
-    the families come in the order of the chains."""
+    the families come in the order of the chains. ``warmup``: of every evaluation (``Tuner``'s;
+    a smoke run's few steps)."""
     if chain not in (None, *range(CHAINS)):
         raise ValueError(f"chain must be None or one of 0..{CHAINS - 1}, got {chain!r}. Fix: 0 for the thresholds, "
                          "1 for the guards, None for both.")
     run = {"arrivals": arrivals, "seed": seed, "num_envs": num_envs, "measure": measure, "progress": progress,
-           "max_arrivals": max_arrivals}
+           "max_arrivals": max_arrivals, "warmup": warmup}
     out = {}
     if chain in (None, 0):
         out["accept-all"] = _tuner(spec, **run).result(CellAcceptAll(cell_layout(spec)))
