@@ -340,13 +340,14 @@ def write_json(path: str | Path, obj: Any) -> Path:
     return write_atomic(Path(path), lambda tmp: Path(tmp).write_text(text))
 
 
-def save_policy_folder(policy: LoadedPolicy, folder: str | Path) -> list[Path]:
+def save_policy_folder(policy: LoadedPolicy, folder: str | Path, exports: bool = True) -> list[Path]:
     """A policy as ``checkpoints/paper_tandem/`` holds it: ``policy.pt`` (its section, its
     ``metrics`` included), ``metrics.json`` (strict JSON: null where a value is undefined),
-    then the exports ``policy.pt2`` and ``policy.onnx``; returns the paths in that order.
-    The first two are written before the exports, which need more packages (onnxscript)."""
+    then (with ``exports``) ``policy.pt2`` and ``policy.onnx``; returns the paths in that order.
+    The first two are written before the exports, which need more packages (onnxscript) and,
+    the first time in a process, several seconds (torch.export and the ONNX exporter start up)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     section = policy.section
     paths = [save_atomic(section, folder / "policy.pt"), write_json(folder / "metrics.json", section.get("metrics", {}))]
-    return paths + export_policy(policy, folder)
+    return paths + export_policy(policy, folder) if exports else paths

@@ -361,7 +361,7 @@ def train_and_finish(trainer: Trainer, out: Path, tuned: dict | None, args: argp
     logger.finish(metrics)
     spec = trainer.spec
     print(f"final evaluation ({spec.name}, {spec.system.headline.text(spec.eps)}): {format_metrics(metrics, spec)}")
-    print(f"wrote {out / 'policy.pt'}, {', '.join(map(str, exported))}, {out / 'metrics.json'}, {ckpt}")
+    print(f"wrote {', '.join(map(str, [out / 'policy.pt', *exported, out / 'metrics.json', ckpt]))}")
     if tuned is not None:
         comparison = compare_with_rules(steps(spec, config.seed, args, say), policy, out, tuned, measured)
         metrics["verdict"] = comparison["verdict"]
@@ -474,7 +474,7 @@ def finish(trainer: Trainer, args: argparse.Namespace, out: Path, tuned: dict | 
     metrics.update({"lam": trainer.lam, "rbar": float(trainer.learner.rbar), "decisions": trainer.decisions,
                     "scenario": trainer.spec.name, "seed": config.seed, "bias": policy.bias})
     policy = policy.replace(metrics=metrics)
-    exported = run.export(policy, out)[2:]
+    exported = run.export(policy, out, exports=args.export == "on")[2:]
     return metrics, exported, policy
 
 

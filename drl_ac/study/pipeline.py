@@ -91,9 +91,14 @@ class RunOptions:
     """W&B group (default: the scenario's name)"""
     quiet: bool = False
     """no progress bar"""
+    export: str = "on"
+    """write policy.pt2 (torch.export) and policy.onnx beside policy.pt; off: policy.pt and metrics.json only
+    (the first export in a process takes several seconds, which a sweep of short runs need not pay;
+    drl_ac.checkpoint.export_policy writes them later)"""
 
     CHOICES: ClassVar[dict[str, list[str]]] = {"calibrate": ["auto", "on", "off"], "randomise": ["on", "off"],
-                                               "base": ["rule", "none"], "compare": [*BUDGETS, "off"]}
+                                               "base": ["rule", "none"], "compare": [*BUDGETS, "off"],
+                                               "export": ["on", "off"]}
 
     def __post_init__(self) -> None:
         for name, allowed in self.CHOICES.items():
@@ -186,9 +191,9 @@ class Run:
         share = float((np.asarray(policy(states)) != np.asarray(rule(states))).mean())
         return {"rule": rule.describe(), "share": share, "states": int(states.shape[0])}
 
-    def export(self, policy: LoadedPolicy, out: Path) -> list[Path]:
-        """The policy folder: ``policy.pt`` and its exports (``save_policy_folder``)."""
-        return save_policy_folder(policy, out)
+    def export(self, policy: LoadedPolicy, out: Path, exports: bool = True) -> list[Path]:
+        """The policy folder: ``policy.pt`` and (with ``exports``) its exports (``save_policy_folder``)."""
+        return save_policy_folder(policy, out, exports)
 
     def compare(self, policy: LoadedPolicy, tuned: dict[str, TuningResult] | None = None,
                 measured: dict[str, dict] | None = None) -> tuple[dict[str, dict], Verdict]:

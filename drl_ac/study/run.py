@@ -155,6 +155,9 @@ class StudyConfig:
     """Threads of the compiled loop in each process (None: every core; 1 under pytest-xdist)."""
     quiet: bool = False
     """No progress lines."""
+    export: str = "on"
+    """Write each policy's policy.pt2 (torch.export) and policy.onnx beside its policy.pt; off:
+    policy.pt and metrics.json only (the first export in a process takes several seconds)."""
 
     def __post_init__(self) -> None:
         from drl_ac.learning.trainer import COSTS, _check
@@ -183,6 +186,8 @@ class StudyConfig:
             if load_spec(name).system.name != load_spec(self.scenario).system.name:
                 raise ValueError(f"profiles (--profiles): {name} is not a scenario of {self.scenario}'s system. Fix: "
                                  "give a day of the same system, e.g. redundancy_ps_daily for redundancy_ps.")
+        if self.export not in ("on", "off"):
+            raise ValueError(f"export (--export): unknown {self.export!r}. Fix: use on or off.")
         if self.hold_weight not in WEIGHTS:
             raise ValueError(f"hold_weight (--hold-weight): unknown {self.hold_weight!r}. Fix: use one of "
                              f"{', '.join(WEIGHTS)}.")
@@ -520,7 +525,7 @@ def _run_study(config: StudyConfig, progress: Say, out: Path) -> dict[str, Any]:
     results, summaries = [], []
     for r in run_jobs(fn, jobs, 1 if local else workers, config.ray):
         folder = config.load_folder(r["load"])
-        files = [str(p) for p in save_policy_folder(LoadedPolicy(r["section"]), folder)]
+        files = [str(p) for p in save_policy_folder(LoadedPolicy(r["section"]), folder, config.export == "on")]
         comparison = {**head, **{k: v for k, v in r.items() if k not in ("section", "report", "tuned_at")}}
         files.append(str(write_json(folder / "comparison.json", comparison)))
         (folder / "report.md").write_text(r["report"])

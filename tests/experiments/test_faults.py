@@ -26,7 +26,7 @@ MM1 = {"name": "mm1", "arrival": {"dist": "exponential", "rate": 0.9},
        "d_ub": 5.0, "eps": 0.1, "lam": 2.0, "delay": "sojourn"}
 # the options of one invocation (repeated on --resume); the run's own settings come first
 OPTIONS = ["--eval-arrivals", "2000", "--device", "cpu", "--calibrate", "off", "--compare", "off", "--quiet",
-           "--checkpoint-every", "12800"]
+           "--checkpoint-every", "12800", "--export", "off"]  # the exports are tested on their own
 FIGURES = ("violation", "acceptance", "throughput", "mean_delay", "decisions", "rbar")
 
 def load_script(path: Path, name: str):

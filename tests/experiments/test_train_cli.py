@@ -31,7 +31,7 @@ MM1 = {"name": "mm1", "arrival": {"dist": "exponential", "rate": 0.9},
        "d_ub": 5.0, "eps": 0.1, "lam": 2.0, "delay": "sojourn"}
 # small and fast: the YAML's fixed lam, so no calibration pass
 SMALL = ["--num-envs", "128", "--eval-arrivals", "2000", "--quiet", "--device", "cpu", "--calibrate", "off",
-         "--compare", "off"]
+         "--compare", "off", "--export", "off"]
 
 
 def load_script(path: Path, name: str):
@@ -112,11 +112,13 @@ def test_ctrl_c_saves_prints_resume_command_and_exits_130(interrupted_run):
     assert last.startswith("interrupted at ") and str(interrupted_run["out"] / "checkpoint.pt") in last, last
     assert "--resume" in first["resume_cmd"]
     # the printed command repeats the options of this invocation that the checkpoint does not hold
-    assert {"--device", "--calibrate", "--eval-arrivals", "--quiet"} <= set(first["resume_cmd"])
+    assert {"--device", "--calibrate", "--eval-arrivals", "--quiet", "--export"} <= set(first["resume_cmd"])
     resumed = interrupted_run["resumed"]
     assert resumed is not None and resumed.returncode == 0, resumed.stderr
     for name in ("checkpoint.pt", "policy.pt", "metrics.json"):
         assert (interrupted_run["out"] / name).is_file()
+    for name in ("policy.pt2", "policy.onnx"):  # --export off, repeated by the resume command
+        assert not (interrupted_run["out"] / name).exists()
     assert load_file(interrupted_run["out"] / "checkpoint.pt")["policy"]["config"]["steps"] == 20000
 
 
@@ -316,7 +318,7 @@ def test_a_control_system_learns_the_values_of_its_best_rule(tmp_path, capsys):
     out = tmp_path / "red"
     # (the scenario's rollout targets, labelled from the first step here)
     argv = ["--scenario", "redundancy_ps", "--steps", "4000", "--num-envs", "32", "--out", str(out),
-            "--device", "cpu", "--compare", "smoke", "--rollout-start", "0", "--rollout-horizon", "5"]
+            "--device", "cpu", "--compare", "smoke", "--rollout-start", "0", "--rollout-horizon", "5", "--export", "off"]
     code, stdout, err = run_main(train, argv, capsys)
     assert code == 0, err
     section = load_file(out / "policy.pt")
@@ -341,7 +343,7 @@ def test_the_rules_are_tuned_and_measured_beside_a_long_enough_training(tmp_path
     monkeypatch.setattr(train, "BACKGROUND_MIN_DECISIONS", 0)
     out = tmp_path / "bg"
     argv = ["--scenario", str(mm1_yaml), "--steps", "4000", "--num-envs", "32", "--out", str(out), "--device", "cpu",
-            "--calibrate", "off", "--eval-arrivals", "2000", "--compare", "smoke"]
+            "--calibrate", "off", "--eval-arrivals", "2000", "--compare", "smoke", "--export", "off"]
     code, stdout, err = run_main(train, argv, capsys)
     assert code == 0, err
     assert "tuned and measured the rules" in err and "tuning the rules of" not in err
@@ -359,7 +361,7 @@ def test_a_control_system_without_a_base_rule_guards_with_the_rules_of_the_secon
     monkeypatch.setattr(train, "BACKGROUND_MIN_DECISIONS", 0)
     out = tmp_path / "red"
     argv = ["--scenario", "redundancy_ps", "--steps", "4000", "--num-envs", "32", "--out", str(out), "--device", "cpu",
-            "--compare", "smoke", "--base", "none"]
+            "--compare", "smoke", "--base", "none", "--export", "off"]
     code, stdout, err = run_main(train, argv, capsys)
     assert code == 0, err
     assert "tuning the rules of" not in err and "tuned and measured the rules" in err
@@ -375,7 +377,7 @@ def test_eval_arrivals_caps_a_control_systems_steady_state_evaluation(tmp_path, 
     # for 1,000, it stops after its 4 batches of 100 decisions per instance
     out = tmp_path / "red"
     argv = ["--scenario", "redundancy_ps", "--steps", "200", "--num-envs", "8", "--out", str(out), "--device", "cpu",
-            "--compare", "off", "--base", "none", "--eval-arrivals", "1000", "--quiet"]
+            "--compare", "off", "--base", "none", "--eval-arrivals", "1000", "--quiet", "--export", "off"]
     code, stdout, err = run_main(train, argv, capsys)
     assert code == 0, err
     metrics = json.loads((out / "metrics.json").read_text())
@@ -417,7 +419,7 @@ def test_a_calibration_that_ends_rejecting_everything_says_so(tmp_path, capsys):
     path = tmp_path / "hopeless.yaml"
     path.write_text(yaml.safe_dump(spec))
     code, _, err = run_main(train, ["--scenario", path, "--steps", "2000", "--num-envs", "32", "--out",
-                                    tmp_path / "run", "--eval-arrivals", "2000", "--compare", "off", "--quiet"],
+                                    tmp_path / "run", "--eval-arrivals", "2000", "--compare", "off", "--quiet", "--export", "off"],
                             capsys)
     assert code == 0, err
     assert "warning: the calibrated policy rejects every job" in err and "Fix: train longer" in err

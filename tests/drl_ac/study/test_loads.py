@@ -199,7 +199,7 @@ def test_a_one_policy_study_writes_one_policy_and_one_table(tmp_path):
     cfg["arrival"]["profile"]["observed"] = True  # a day of two hours whose clock a controller sees
     day.write_text(yaml.safe_dump({**cfg, "name": "mmc_day"}))
     result = run.main(["--scenario", "mmc_c1", "--loads", "0.5", "0.95", "--one-policy", "--budget", "smoke",
-                       "--steps", "2000", "--num-envs", "16", "--snapshots", "1", "--workers", "1", "--quiet",
+                       "--steps", "2000", "--num-envs", "16", "--snapshots", "1", "--workers", "1", "--quiet", "--export", "off",
                        "--out", str(out), "--profiles", str(day)])
     section = load_file(out / "policy.pt")
     assert section["scenario"]["name"] == "mmc_c1@0.5-0.95"  # trained on the range

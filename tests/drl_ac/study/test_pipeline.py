@@ -87,7 +87,7 @@ def train_section(spec) -> dict:
 def test_train_py_calibrates_on_the_validation_seed_like_a_study(tmp_path, capsys):
     out = tmp_path / "run"
     train.main(["--scenario", "mmc_c1", "--steps", "2000", "--num-envs", "32", "--seed", "4",
-                "--eval-arrivals", "4000", "--compare", "off", "--quiet", "--out", str(out)])
+                "--eval-arrivals", "4000", "--compare", "off", "--quiet", "--export", "off", "--out", str(out)])
     cal = load_file(out / "policy.pt")["calibration"]
     assert cal["seed"] == 4 + VALIDATION  # the study's calibration seed (drl_ac.study.run.candidates)
 

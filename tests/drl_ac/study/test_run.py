@@ -201,12 +201,13 @@ def test_same_seed_same_numbers_in_this_process_and_in_two(two_loads, tmp_path):
 
     _, out = two_loads
     shutil.copytree(out / "load-0.9", tmp_path / "load-0.9")  # an earlier run's load
-    result = run.run_study(run.StudyConfig(**TINY, seed=2, loads=(0.5,), workers=1, out=tmp_path))
+    result = run.run_study(run.StudyConfig(**TINY, seed=2, loads=(0.5,), workers=1, out=tmp_path, export="off"))
     table = (tmp_path / "study.md").read_text()
     assert table.index("| 0.5 |") < table.index("| 0.9 |") and "of 2 load(s)" in table
     assert table.count("`python experiments/study.py") == 2 and "--loads 0.5 0.9" in table  # each row's command
     assert len(result["loads"]) == 1 and result["held_loads"] == [0.5, 0.9]
     assert result["loads"][0]["folder"] == str(tmp_path / "load-0.5")
+    assert not (tmp_path / "load-0.5" / "policy.onnx").exists()  # --export off: policy.pt and metrics.json only
     here = json.loads((tmp_path / "load-0.5" / "comparison.json").read_text())
     spawned = json.loads((out / "load-0.5" / "comparison.json").read_text())
     assert numbers(here) == numbers(spawned)
