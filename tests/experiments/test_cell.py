@@ -28,7 +28,8 @@ def test_the_preset_study_tunes_every_rule_calibrates_and_writes_the_cells_table
     scenario, out = tmp_path / "tiny.yaml", tmp_path / "out"
     scenario.write_text(yaml.safe_dump(TINY))
     cell.main(["--scenario", str(scenario), "--budget", "smoke", "--steps", "3000", "--num-envs", "16",
-               "--hidden", "16", "16", "--snapshots", "1", "--seeds", "0", "--out", str(out), "--quiet"])
+               "--hidden", "16", "16", "--snapshots", "1", "--seeds", "0", "--out", str(out), "--quiet",
+               "--export", "off"])
     eps = TINY["eps"]
     comparison = json.loads((out / "comparison.json").read_text())
     rows = comparison["rows"]
