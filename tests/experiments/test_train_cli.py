@@ -187,7 +187,7 @@ def test_bad_resume_and_out_paths_give_one_line(interrupted_run, tmp_path, mm1_y
     (["--num-envs", "-5"], "--num-envs"), (["--lr", "-1"], "--lr"), (["--seed", "-1"], "--seed"),
     (["--threads", "0"], "--threads"), (["--confidence", "0.3"], "--confidence"), (["--lam", "-2"], "--lam"), (["--lam", "often"], "--lam"),
     (["--steps", "many"], "--steps"), (["--eps", "1.5"], "--eps"), (["--checkpoint-every", "0"], "--checkpoint-every"),
-    (["--grad-clip", "-1"], "--grad-clip"), (["--lam-every", "0"], "--lam-every")])
+    (["--grad-clip", "-1"], "--grad-clip"), (["--lam-every", "0"], "--lam-every"), (["--export", "no"], "--export")])
 def test_bad_flags_are_refused_in_one_line_naming_the_flag(flags, named, tmp_path, capsys):
     code, _, err = run_main(train, ["--out", tmp_path / "run", *flags], capsys)
     line = one_line_error(err)

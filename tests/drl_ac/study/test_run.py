@@ -70,6 +70,8 @@ def test_config_names_the_field_and_the_fix():
         run.StudyConfig(budget="huge")
     with pytest.raises(ValueError, match=r"steps \(--steps\)"):  # the learners' settings, checked at once
         run.StudyConfig(steps=0)
+    with pytest.raises(ValueError, match=r"export \(--export\): unknown 'no'\. Fix: use on or off"):
+        run.StudyConfig(export="no")
     config = run.StudyConfig(scenario="pools", loads=(0.5, 0.8), seeds=(0, 1), steps=1000)
     assert config.command() == ("python experiments/study.py --scenario pools --loads 0.5 0.8 --seeds 0 1 "
                                 "--steps 1000")
