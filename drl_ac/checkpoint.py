@@ -350,4 +350,4 @@ def save_policy_folder(policy: LoadedPolicy, folder: str | Path, exports: bool =
     folder.mkdir(parents=True, exist_ok=True)
     section = policy.section
     paths = [save_atomic(section, folder / "policy.pt"), write_json(folder / "metrics.json", section.get("metrics", {}))]
-    return paths + export_policy(policy, folder) if exports else paths
+    return (paths + export_policy(policy, folder)) if exports else paths

@@ -41,7 +41,7 @@ from drl_ac.cli import HelpFormatter, dataclass_flags, progress_printer
 from drl_ac.folder_lock import FolderLock
 from drl_ac.parallel import run_jobs
 from drl_ac.study.loads import WEIGHTS, calibrate_across, choose_across_loads, load_range, schedule
-from drl_ac.study.pipeline import Run
+from drl_ac.study.pipeline import Run, RunOptions
 from drl_ac.study.report import commit, phase_plot, report, write_summary
 from drl_ac.study.single_policy import judge
 from envs import NetworkSpec, SpecError, load_spec
@@ -186,7 +186,7 @@ class StudyConfig:
             if load_spec(name).system.name != load_spec(self.scenario).system.name:
                 raise ValueError(f"profiles (--profiles): {name} is not a scenario of {self.scenario}'s system. Fix: "
                                  "give a day of the same system, e.g. redundancy_ps_daily for redundancy_ps.")
-        if self.export not in ("on", "off"):
+        if self.export not in RunOptions.CHOICES["export"]:  # train.py's choices
             raise ValueError(f"export (--export): unknown {self.export!r}. Fix: use on or off.")
         if self.hold_weight not in WEIGHTS:
             raise ValueError(f"hold_weight (--hold-weight): unknown {self.hold_weight!r}. Fix: use one of "

@@ -337,8 +337,8 @@ two processes can tune the two chains at once (``drl_ac.study.BackgroundRules``)
 same rules as one process."""
 
 
-BUDGETS = {"smoke": {"arrivals": 2_000, "num_envs": 20, "max_arrivals": 2_000, "warmup": 50}, "quick": {"arrivals": 20_000},
-           "full": {"arrivals": 100_000}}
+BUDGETS = {"smoke": {"arrivals": 2_000, "num_envs": 20, "max_arrivals": 2_000, "warmup": 50},
+           "quick": {"arrivals": 20_000}, "full": {"arrivals": 100_000}}
 """``tuned_rules`` options per comparison budget (``drl_ac.study.BUDGETS``): smoke checks the
 wiring in seconds, quick ends a default training run, full is a study's."""
 
