@@ -172,7 +172,7 @@ def hour_jobs(profile: NetworkSpec, seed: int) -> tuple[list[tuple[NetworkSpec, 
 def tune_many(jobs: Sequence[tuple[NetworkSpec, int]], budget: str, workers: int = 1, progress: Say = lambda s: None,
               **tuning: Any) -> list[dict[str, TuningResult]]:
     """``tune_rules`` for each (spec, seed) of ``jobs``, in this process or in a pool of
-    ``workers`` spawned processes (``drl_ac.parallel.run_jobs``: each job's rules depend on its
+    ``workers`` other processes (``drl_ac.parallel.run_jobs``: each job's rules depend on its
     seed alone, not on where it ran; ``progress`` hears only the jobs run here, and each
     one's end)."""
     from drl_ac.parallel import run_jobs

@@ -1,5 +1,5 @@
 """Work in other processes (drl_ac/parallel.py): ``run_jobs`` gives the same results in order
-inline, in spawned processes and on Ray (a stand-in Ray records how it was connected; the real
+inline, in other processes and on Ray (a stand-in Ray records how it was connected; the real
 one is checked by tests/experiments/test_sweep.py), and a ``Worker`` streams results back, says
 when its process died without one, and stops when cancelled."""
 
@@ -10,7 +10,7 @@ import types
 
 import pytest
 
-from drl_ac.parallel import Worker, WorkerFailed, run_jobs
+from drl_ac.parallel import PROCESSES, Worker, WorkerFailed, run_jobs
 
 
 def square(job: dict) -> dict:
@@ -32,6 +32,15 @@ def sleep_long() -> None:
 
 def divide(a: float, b: float) -> float:
     return a / b
+
+
+def read_env(job: dict) -> str | None:
+    return os.environ.get(job["name"])
+
+
+def speak(text: str) -> None:
+    print(f"out: {text}", flush=True)
+    print(f"err: {text}", file=sys.stderr, flush=True)
 
 
 def a_lambda():
@@ -152,3 +161,27 @@ def test_ray_missing_gives_install_hint(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_ray)
     with pytest.raises(RuntimeError, match=r"pip install -e \".\[distributed\]\""):
         list(run_jobs(square, [{"x": 1}], ray="local"))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows spawns every process")
+def test_a_process_forked_later_takes_the_callers_environment_and_output_as_they_are_then(monkeypatch, capfd):
+    """Processes fork from a server started once (a fresh interpreter that imported the library):
+    what they inherit from it (the environment, stdout and stderr as the server started) would
+    be stale; each takes the caller's as they are when it starts (an engine setting made later,
+    a test's capture)."""
+    assert PROCESSES.get_start_method() == "forkserver"
+    first = Worker(read_env, {"name": "DRL_AC_PARALLEL_CHECK"})
+    assert first.recv() is None  # the server runs from here on
+    first.cancel()
+    monkeypatch.setenv("DRL_AC_PARALLEL_CHECK", "later")
+    later = Worker(read_env, {"name": "DRL_AC_PARALLEL_CHECK"})
+    assert later.recv() == "later"
+    later.cancel()
+    jobs = [{"name": "DRL_AC_PARALLEL_CHECK"}] * 2
+    assert list(run_jobs(read_env, jobs, workers=2)) == ["later", "later"]
+    capfd.readouterr()
+    talk = Worker(speak, "hello")
+    assert talk.recv() is None  # its result, sent after it spoke
+    talk.cancel()
+    seen = capfd.readouterr()
+    assert "out: hello" in seen.out and "err: hello" in seen.err
