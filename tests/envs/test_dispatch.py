@@ -54,7 +54,7 @@ def redundancy(servers, rate, d, kind="fcfs", copies="iid", size=None, arrival=N
                        "size": size or {"dist": "exponential", "mean": 1.0}, "d": d}})
 
 
-def mean_response(spec, B=200, steps=2000, warmup=1000, action=0, seed=1):
+def mean_response(spec, B=300, steps=1500, warmup=400, action=0, seed=1):
     done, _ = collect(Driver(spec, B, seed=seed), lambda o: np.full(o.shape[0], action, np.int64), steps, warmup)
     return done, np.bincount(done.env, weights=done.sojourn, minlength=B) / np.bincount(done.env, minlength=B)
 

@@ -28,7 +28,7 @@ def test_summarize_picks_smallest_feasible_lam():
 def test_sweep_script_writes_results(tmp_path):
     out = tmp_path / "sweep"
     subprocess.run([sys.executable, str(ROOT / "experiments/sweep.py"), "--lams", "1", "8", "--seeds", "0",
-                    "--steps", "8000", "--num-envs", "64", "--arrivals", "2000", "--workers", "2", "--out", str(out)],
+                    "--steps", "2000", "--num-envs", "64", "--arrivals", "500", "--workers", "2", "--out", str(out)],
                    check=True, capture_output=True, text=True)
     data = json.loads((out / "sweep.json").read_text())
     assert [r["lam"] for r in data["rows"]] == [1.0, 8.0]
@@ -96,7 +96,7 @@ def test_trial_in_this_process_matches_and_keeps_thread_count(tmp_path):
 def test_reproduce_script_writes_plots_and_summary(tmp_path):
     out = tmp_path / "repro"
     subprocess.run([sys.executable, str(ROOT / "experiments/reproduce.py"), "--scenarios", "paper_tandem",
-                    "--seeds", "2", "--steps", "20000", "--num-envs", "128", "--arrivals", "2000", "--points", "5",
+                    "--seeds", "2", "--steps", "2000", "--num-envs", "64", "--arrivals", "500", "--points", "3",
                     "--out", str(out)], check=True, capture_output=True, text=True)
     for key in ("violation", "objective", "acceptance", "throughput"):
         assert (out / f"paper_tandem_{key}.png").stat().st_size > 1000

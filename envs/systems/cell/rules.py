@@ -337,7 +337,7 @@ two processes can tune the two chains at once (``drl_ac.study.BackgroundRules``)
 same rules as one process."""
 
 
-BUDGETS = {"smoke": {"arrivals": 2_000, "num_envs": 20, "max_arrivals": 2_000, "warmup": 50},
+BUDGETS = {"smoke": {"arrivals": 2_000, "num_envs": 20, "max_arrivals": 2_000, "warmup": 50, "phase_step": 8},
            "quick": {"arrivals": 20_000}, "full": {"arrivals": 100_000}}
 """``tuned_rules`` options per comparison budget (``drl_ac.study.BUDGETS``): smoke checks the
 wiring in seconds, quick ends a default training run, full is a study's."""
@@ -346,13 +346,14 @@ wiring in seconds, quick ends a default training run, full is a study's."""
 def tuned_rules(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num_envs: int = 400,
                      measure: str = "dropping", bins: int = 24, progress: Callable[[str], None] | None = None,
                      max_arrivals: int | None = None, chain: int | None = None,
-                     warmup: int | str = "auto") -> dict[str, TuningResult]:
+                     warmup: int | str = "auto", phase_step: int = 2) -> dict[str, TuningResult]:
     """Every cell rule tuned for ``spec`` (``progress`` is told of every evaluation); the
     per-phase table only with a periodic arrival profile (4 x ``arrivals`` per evaluation).
     ``max_arrivals``: the most a feasibility check grows its sample to (``Tuner``'s; default
     8 x ``arrivals``). ``chain``: only that one of the ``CHAINS`` (0: thresholds, 1: guards);
     the families come in the order of the chains. ``warmup``: of every evaluation (``Tuner``'s;
-    a smoke run's few steps)."""
+    a smoke run's few steps); ``phase_step``: the per-phase table's grid of shifts, in PRBs
+    (``tune_phase_thresholds``' ``step``; a smoke run's coarse grid)."""
     if chain not in (None, *range(CHAINS)):
         raise ValueError(f"chain must be None or one of 0..{CHAINS - 1}, got {chain!r}. Fix: 0 for the thresholds, "
                          "1 for the guards, None for both.")
@@ -365,7 +366,7 @@ def tuned_rules(spec: NetworkSpec, arrivals: int = 100_000, seed: int = 777, num
         out["per-type thresholds"] = types = tune_type_thresholds(spec, prb.rule.T, **run)
         if observed_period(spec) is not None:  # a rule that reads the phase needs a clock it can see
             out["per-type thresholds per phase"] = tune_phase_thresholds(
-                spec, types.rule.Ts, bins, 4 * arrivals, seed, num_envs, measure, progress)
+                spec, types.rule.Ts, bins, 4 * arrivals, seed, num_envs, measure, progress, step=phase_step)
     if chain in (None, 1):
         out["guard channel"] = guard = tune_guard(spec, **run)
         out["fractional guard channel"] = tune_fractional_guard(spec, free=spec.block.prbs - guard.rule.g, **run)

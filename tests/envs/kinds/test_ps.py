@@ -54,7 +54,7 @@ def test_tandem_of_ps_stations_has_product_form(stats):
     lam, means = 0.5, [1.2, 0.8, 1.6]
     spec = NetworkSpec.tandem([1, 1, 1], [Exponential(m) for m in means], Exponential(1 / lam), d_ub=50, eps=0.1,
                               kind="ps")
-    done, B = run(spec)
+    done, B = run(spec, warmup=300, steps=1200)  # a network of PS stations runs the NumPy loop: fewer steps
     stats.assert_close(stats.per_instance_mean(done, done.sojourn, B),
                        sum(mg1_ps_mean_sojourn(lam, m) for m in means), "PS tandem end to end")
 
@@ -65,7 +65,7 @@ def test_mixed_kinds_fcfs_then_ps(stats):
     fcfs = NetworkSpec.tandem([2, 1], [Exponential(2.5), Exponential(1.0)], Exponential(1 / lam), d_ub=50, eps=0.1)
     stations = (fcfs.stations[0], fcfs.stations[1].__class__("s2", 1, Exponential(1.0), "ps"))
     spec = NetworkSpec(fcfs.name, stations, fcfs.routing, fcfs.entry, fcfs.arrival, 50.0, 0.1)
-    done, B = run(spec)
+    done, B = run(spec, warmup=300, steps=1200)
     truth = mmc_mean_wait(2, lam, 0.4) + 2.5 + mg1_ps_mean_sojourn(lam, 1.0)
     stats.assert_close(stats.per_instance_mean(done, done.sojourn, B), truth, "FCFS M/M/2 then M/M/1-PS")
 
