@@ -15,7 +15,9 @@ from envs.queueing import (
 from envs.rollout import accept_all, collect
 
 
-def run(spec, num_envs=300, warmup=1500, steps=2500, seed=2):
+def run(spec, num_envs=300, warmup=300, steps=1200, seed=2):
+    """Loads of 0.5-0.8 relax within a few hundred arrivals; PS stations run the NumPy loop,
+    whose cost is per step: many instances, few steps."""
     done, _ = collect(Driver(spec, num_envs, seed=seed), accept_all, steps, warmup)
     return done, num_envs
 
@@ -54,7 +56,7 @@ def test_tandem_of_ps_stations_has_product_form(stats):
     lam, means = 0.5, [1.2, 0.8, 1.6]
     spec = NetworkSpec.tandem([1, 1, 1], [Exponential(m) for m in means], Exponential(1 / lam), d_ub=50, eps=0.1,
                               kind="ps")
-    done, B = run(spec, warmup=300, steps=1200)  # a network of PS stations runs the NumPy loop: fewer steps
+    done, B = run(spec)
     stats.assert_close(stats.per_instance_mean(done, done.sojourn, B),
                        sum(mg1_ps_mean_sojourn(lam, m) for m in means), "PS tandem end to end")
 
@@ -65,7 +67,7 @@ def test_mixed_kinds_fcfs_then_ps(stats):
     fcfs = NetworkSpec.tandem([2, 1], [Exponential(2.5), Exponential(1.0)], Exponential(1 / lam), d_ub=50, eps=0.1)
     stations = (fcfs.stations[0], fcfs.stations[1].__class__("s2", 1, Exponential(1.0), "ps"))
     spec = NetworkSpec(fcfs.name, stations, fcfs.routing, fcfs.entry, fcfs.arrival, 50.0, 0.1)
-    done, B = run(spec, warmup=300, steps=1200)
+    done, B = run(spec)
     truth = mmc_mean_wait(2, lam, 0.4) + 2.5 + mg1_ps_mean_sojourn(lam, 1.0)
     stats.assert_close(stats.per_instance_mean(done, done.sojourn, B), truth, "FCFS M/M/2 then M/M/1-PS")
 
