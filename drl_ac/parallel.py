@@ -19,6 +19,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -143,10 +144,29 @@ class Worker:
 
     def __init__(self, fn: Callable[..., Any], *args: Any, stream: bool = False, **kwargs: Any):
         self._receive, send = PROCESSES.Pipe(duplex=False)
-        self.process = PROCESSES.Process(target=_serve, args=(send, fn, args, kwargs, stream, *_caller()),
-                                         daemon=True)
-        self.process.start()
-        send.close()  # only the child holds the sending end: its death reads as EOF here
+        self._process = PROCESSES.Process(target=_serve, args=(send, fn, args, kwargs, stream, *_caller()),
+                                          daemon=True)
+        self._failed: BaseException | None = None
+        # started from a thread: the fork server's first process waits for the server's imports
+        # (seconds), which this process need not wait for
+        self._starting = threading.Thread(target=self._start, args=(send,), daemon=True)
+        self._starting.start()
+
+    def _start(self, send: Any) -> None:
+        try:
+            self._process.start()
+        except BaseException as exc:  # noqa: BLE001 - raised where the process is asked for
+            self._failed = exc
+        finally:
+            send.close()  # only the child holds the sending end: its death reads as EOF here
+
+    @property
+    def process(self) -> Any:
+        """The process, once started (a failure to start is raised here)."""
+        self._starting.join()
+        if self._failed is not None:
+            raise self._failed
+        return self._process
 
     def recv(self) -> Any:
         try:
@@ -163,8 +183,10 @@ class Worker:
         return self._receive.poll() or not self.process.is_alive()
 
     def cancel(self) -> None:
-        self.process.terminate()
-        self.process.join()
+        self._starting.join()
+        if self._failed is None:
+            self._process.terminate()
+            self._process.join()
         self._receive.close()
 
 

@@ -4,6 +4,7 @@ one is checked by tests/experiments/test_sweep.py), and a ``Worker`` streams res
 when its process died without one, and stops when cancelled."""
 
 import os
+import pickle
 import sys
 import time
 import types
@@ -57,6 +58,15 @@ def test_a_worker_that_raises_hands_back_its_traceback():
         unpicklable.recv()
     w.cancel()
     unpicklable.cancel()
+
+
+def test_a_worker_that_cannot_start_says_why_where_it_is_asked_for():
+    """It starts in a thread (the fork server's first process waits for the server's imports):
+    what stopped it (here its arguments cannot be pickled) is raised by recv, cancel is quiet."""
+    w = Worker(divide, lambda: 1, 2)
+    with pytest.raises((pickle.PicklingError, AttributeError), match="pickle"):
+        w.recv()
+    w.cancel()
 
 
 def test_run_jobs_gives_the_same_results_in_order_inline_and_in_processes():
