@@ -190,6 +190,13 @@ class Worker:
         self._receive.close()
 
 
+def _leave(signum: int, frame: Any) -> None:
+    """``cancel``'s SIGTERM: leave through ``SystemExit``, so that what the process holds is
+    released (Numba's threads hold a named semaphore, reported leaked when a killed process
+    leaves it)."""
+    raise SystemExit(128 + signum)
+
+
 class WorkerFailed(EOFError):
     """A ``Worker``'s function raised, or its result could not be sent back: no (more)
     results; the message holds the traceback."""
@@ -198,6 +205,7 @@ class WorkerFailed(EOFError):
 def _serve(send: Any, fn: Callable[..., Any], args: tuple, kwargs: dict, stream: bool,
            environ: dict[str, str], streams: list[tuple[int, int]]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _leave)
     _adopt(environ, streams)
     try:
         if stream:

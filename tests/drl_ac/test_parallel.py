@@ -5,9 +5,11 @@ when its process died without one, and stops when cancelled."""
 
 import os
 import pickle
+import subprocess
 import sys
 import time
 import types
+from pathlib import Path
 
 import pytest
 
@@ -195,3 +197,32 @@ def test_a_process_forked_later_takes_the_callers_environment_and_output_as_they
     talk.cancel()
     seen = capfd.readouterr()
     assert "out: hello" in seen.out and "err: hello" in seen.err
+
+
+LOCK_HOLDER = """
+import multiprocessing, sys, time
+from drl_ac.parallel import Worker
+
+def hold_a_lock(send):
+    lock = multiprocessing.get_context().RLock()  # a named semaphore, as Numba's threads make one
+    send("holding")
+    time.sleep(60)
+
+if __name__ == "__main__":
+    w = Worker(hold_a_lock, stream=True)
+    assert w.recv() == "holding"
+    w.cancel()
+    print("exit code", w.process.exitcode)
+"""
+
+
+def test_a_cancelled_worker_releases_what_it_holds(tmp_path):
+    """cancel's SIGTERM leaves the process through SystemExit: its named semaphores are released,
+    where a killed process left them to the resource tracker's 'leaked semaphore' warning."""
+    script = tmp_path / "holder.py"
+    script.write_text(LOCK_HOLDER)
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr
+    assert "exit code 143" in done.stdout and "leaked" not in done.stderr, done.stderr
