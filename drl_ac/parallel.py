@@ -193,7 +193,8 @@ class Worker:
 def _leave(signum: int, frame: Any) -> None:
     """``cancel``'s SIGTERM: leave through ``SystemExit``, so that what the process holds is
     released (Numba's threads hold a named semaphore, reported leaked when a killed process
-    leaves it)."""
+    leaves it). Once its function is done the process ignores SIGTERM: a cancel then waits for
+    its own way out (a SIGTERM inside its release of the semaphore left it half released)."""
     raise SystemExit(128 + signum)
 
 
@@ -215,6 +216,7 @@ def _serve(send: Any, fn: Callable[..., Any], args: tuple, kwargs: dict, stream:
     except Exception:  # noqa: BLE001 - the caller gets the failure as its result
         send.send(WorkerFailed(traceback.format_exc()))
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # done: a cancel must not cut the way out short
         send.close()
 
 
