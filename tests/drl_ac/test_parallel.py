@@ -5,6 +5,7 @@ when its process died without one, and stops when cancelled."""
 
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import time
@@ -227,3 +228,21 @@ def test_a_cancelled_worker_releases_what_it_holds(tmp_path):
                           env={**os.environ, "PYTHONPATH": str(root)})
     assert done.returncode == 0, done.stderr
     assert "exit code 143" in done.stdout and "leaked" not in done.stderr, done.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows spawns every process")
+def test_a_process_imports_the_callers_library_not_one_in_the_working_directory(tmp_path):
+    """The fork server imports only third-party libraries: one that imported this library would
+    have taken another checkout from its working directory (Python 3.11's server puts it first),
+    here one whose Worker cannot be unpickled."""
+    root = Path(__file__).resolve().parents[2]
+    shutil.copytree(root / "drl_ac", tmp_path / "drl_ac", ignore=shutil.ignore_patterns("__pycache__"))
+    other = tmp_path / "drl_ac" / "parallel.py"
+    other.write_text(other.read_text().replace("def _serve(", "def _served("))  # another version
+    (tmp_path / "bin").mkdir()
+    script = tmp_path / "bin" / "ask.py"  # run from tmp_path: the caller imports the library on its path
+    script.write_text("import os\nfrom drl_ac.parallel import Worker\n\nif __name__ == '__main__':\n"
+                      "    w = Worker(os.getpid)\n    print('pid', w.recv() != os.getpid())\n    w.cancel()\n")
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0 and "pid True" in done.stdout, done.stderr
