@@ -23,10 +23,9 @@ numbers that decide are never those a choice was made on.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +42,6 @@ from drl_ac.evaluation.selection import (
     visited_states,
 )
 from drl_ac.evaluation.steady import Stability, stability, steady_state
-from drl_ac.parallel import Worker
 from drl_ac.rules.tuning import TuningResult
 from envs import NetworkSpec
 from envs.observation import ObservationEncoding
@@ -251,96 +249,22 @@ def tune_rules(spec: NetworkSpec, seed: int = 0, budget: str = "quick", progress
     return rules.tune(spec, seed=seed + TUNING, progress=lambda s: progress("  " + s), **options)
 
 
-class RuleRows(NamedTuple):
-    """The rules of a system tuned (``tune_rules``) and measured on the evaluation seed
-    (``measure_rules``): what ``compare`` needs besides the learned policy."""
-
-    tuned: dict[str, TuningResult]
-    rows: dict[str, dict]
-
-
-class BackgroundRules:
-    """``tune_rules`` (unless ``tuned`` is given) and ``measure_rules`` in second processes,
-    started now: the rules and their measures do not depend on the policy, so on a machine
-    with a spare core they are done while the learner trains, at no cost in wall time (the
-    same seed gives the same rules and figures as in this process). A system whose families
-    form independent chains (``drl_ac.rules.chains``: a cell's thresholds and guards) gets a
-    process per chain, merged in the chains' order. ``tuned`` returns the rules as soon as they
-    are tuned (a control policy's guard needs them), ``result`` the rules and their rows. If a
-    second process cannot run (a script read from standard input cannot be re-imported by it),
-    the work is done here. ``cancel`` stops them (Ctrl-C). ``show``: the processes print their
-    progress lines to stderr (``drl_ac.cli.progress_printer``); ``tuning``: options of the
-    system's tuner replacing the budget's, as ``tune_rules``' (``chain``: that chain only)."""
-
-    def __init__(self, spec: NetworkSpec, seed: int = 0, budget: str = "quick",
-                 tuned: dict[str, TuningResult] | None = None, show: bool = False, **tuning: Any):
-        _budget(budget)  # an unknown budget fails here, not in the second process
-        self.spec, self.seed, self.budget, self.given, self.tuning = spec, seed, budget, tuned, tuning
-        self._tuned: dict[str, TuningResult] | None = None
-        self.started = time.perf_counter()
-        count = 1 if tuned is not None or "chain" in tuning else rules.chains(spec)
-        chains = [tuning.get("chain")] if count == 1 else range(count)
-        options = {k: v for k, v in tuning.items() if k != "chain"}
-        self.workers = [Worker(_rules_into, spec, seed, budget, tuned, chain, show, options, stream=True)
-                        for chain in chains]
-
-    def tuned(self, progress: Callable[[str], None] = lambda s: None) -> dict[str, TuningResult]:
-        if self._tuned is None:
-            try:
-                self._tuned = {name: r for worker in self.workers for name, r in worker.recv().items()}
-            except (EOFError, OSError):
-                progress("a second process could not tune the rules: tuning them here")
-                self.cancel()
-                self._tuned = tune_rules(self.spec, self.seed, self.budget, progress, **self.tuning) \
-                    if self.given is None else self.given
-        return self._tuned
-
-    def result(self, progress: Callable[[str], None] = lambda s: None) -> RuleRows:
-        tuned = self.tuned(progress)
-        try:
-            rows = {name: row for worker in self.workers for name, row in worker.recv().items()}
-        except (EOFError, OSError):
-            progress("a second process could not measure the rules: measuring them here")
-            return RuleRows(tuned, measure_rules(tuned, self.spec, self.seed, self.budget, progress))
-        finally:
-            self.cancel()
-        what = "measured" if self.given is not None else "tuned and measured"
-        progress(f"{what} the rules of {self.spec.name} ({self.budget}) in {len(self.workers)} other process(es) "
-                 f"beside this one ({time.perf_counter() - self.started:.0f} s since their start)")
-        for name, m in rows.items():
-            progress(f"{name}: {table_cell(m, self.spec)}")
-        return RuleRows(tuned, rows)
-
-    def cancel(self) -> None:
-        for worker in self.workers:
-            worker.cancel()
-
-
-def _rules_into(send: Callable[[Any], None], spec: NetworkSpec, seed: int, budget: str, tuned: dict | None,
-                chain: int | None, show: bool, tuning: dict[str, Any]) -> None:
-    """A second process of ``BackgroundRules`` (a ``Worker``): the rules (of one chain), then
-    their rows."""
-    from drl_ac.cli import progress_printer
-
-    say = progress_printer(quiet=not show)
-    if tuned is None:
-        tuned = tune_rules(spec, seed, budget, say, **tuning, **({} if chain is None else {"chain": chain}))
-    send(tuned)
-    send(measure_rules(tuned, spec, seed, budget))  # its rows are printed by ``result``
-
-
 def measure_rules(tuned: dict[str, TuningResult], spec: NetworkSpec, seed: int = 0, budget: str = "quick",
                   progress: Callable[[str], None] = lambda s: None) -> dict[str, dict]:
-    """Every tuned rule measured on seed + EVALUATION (``measure``; a rule unstable by theory is
-    not simulated), each row with its ``rule`` description."""
+    """Every tuned rule measured on seed + EVALUATION (``measure_row``)."""
     rows = {}
     for name, result in tuned.items():
-        if "unstable" in result.metrics and "arrivals" not in result.metrics:  # unstable by theory
-            rows[name] = {"rule": result.rule.describe(), **result.metrics}
-        else:
-            rows[name] = {"rule": result.rule.describe(), **measure(result.rule, spec, seed + EVALUATION, budget)}
+        rows[name] = measure_row(result, spec, seed, budget)
         progress(f"{name}: {table_cell(rows[name], spec)}")
     return rows
+
+
+def measure_row(result: TuningResult, spec: NetworkSpec, seed: int = 0, budget: str = "quick") -> dict:
+    """A tuned rule's row on seed + EVALUATION (``measure``; a rule unstable by theory is not
+    simulated), with its ``rule`` description."""
+    if "unstable" in result.metrics and "arrivals" not in result.metrics:  # unstable by theory
+        return {"rule": result.rule.describe(), **result.metrics}
+    return {"rule": result.rule.describe(), **measure(result.rule, spec, seed + EVALUATION, budget)}
 
 
 def guard_rule(spec: NetworkSpec, tuned: dict[str, TuningResult], encoding: ObservationEncoding) -> Any | None:
