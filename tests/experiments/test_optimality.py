@@ -8,7 +8,7 @@ import pytest
 def test_cell_small_row_is_exact_and_agrees_with_simulation(experiment, tmp_path, capsys):
     optimality = experiment("optimality")
     row, other = optimality.main(["--scenarios", "cell_small", "--steps", "8000", "--cell-envs", "128",
-                                  "--arrivals", "50000", "--seeds", "0", "1", "--json", str(tmp_path / "rows.json")])
+                                  "--arrivals", "15000", "--seeds", "0", "1", "--json", str(tmp_path / "rows.json")])
     assert (row["seed"], other["seed"]) == (0, 1) and other["decisions"] > 0  # a learner per seed
     gap, half = optimality.mean_interval([row["gap_to_optimum"], other["gap_to_optimum"]])
     assert f"blocking gap to the LP optimum {gap:+.4f} [{gap - half:+.4f}, {gap + half:+.4f}] over 2 seed(s)" \
