@@ -26,6 +26,7 @@ from drl_ac.parallel import Worker
 from drl_ac.rules.tuning import TuningResult
 from drl_ac.study.compare import measure_row, measure_rules, rule_budget, table_cell, tune_rules
 from envs import NetworkSpec
+from envs.compiled import sharing_cores
 
 POLL = 0.05  # seconds between looks at the other processes while none has news and no row is free
 
@@ -84,7 +85,7 @@ class BackgroundRules:
         options = {k: v for k, v in tuning.items() if k != "chain"}
         self.claims = Claims(tempfile.mkdtemp(prefix="drl_ac-rows-"))
         self.workers = [Worker(_rules_into, spec, seed, budget, tuned, chain, i, self.claims.folder, show, options,
-                               stream=True) for i, chain in enumerate(chains)]
+                               len(chains) + 1, stream=True) for i, chain in enumerate(chains)]
         self._tuned: list[dict[str, TuningResult] | None] = [None] * len(self.workers)  # per process
         self._rows: list[dict[str, dict]] = [{} for _ in self.workers]
         self._done = [False] * len(self.workers)
@@ -129,17 +130,18 @@ class BackgroundRules:
     def _measure_with_the_workers(self) -> None:
         """Take in what the processes send, and measure here each row none has taken, until
         every process is done (each then has measured every row it took)."""
-        while not all(self._done):
-            news = False
-            for i, worker in enumerate(self.workers):
-                while not self._done[i] and worker.ready():
-                    self._receive(i)
-                    news = True
-            free = any(not self._done[i] and self.claims.measure_free(
-                i, self._tuned[i], self.spec, self.seed, self.budget, self._rows[i].__setitem__)
-                for i in range(len(self.workers)))
-            if not news and not free:
-                time.sleep(POLL)
+        with sharing_cores(len(self.workers) + 1):  # this one's share while the others run too
+            while not all(self._done):
+                news = False
+                for i, worker in enumerate(self.workers):
+                    while not self._done[i] and worker.ready():
+                        self._receive(i)
+                        news = True
+                free = any(not self._done[i] and self.claims.measure_free(
+                    i, self._tuned[i], self.spec, self.seed, self.budget, self._rows[i].__setitem__)
+                    for i in range(len(self.workers)))
+                if not news and not free:
+                    time.sleep(POLL)
 
     def _receive(self, i: int) -> None:
         """The next message of process ``i``: its rules, then (name, row) per row it measured,
@@ -159,16 +161,18 @@ class BackgroundRules:
 
 
 def _rules_into(send: Callable[[Any], None], spec: NetworkSpec, seed: int, budget: str, tuned: dict | None,
-                chain: int | None, index: int, folder: str, show: bool, tuning: dict[str, Any]) -> None:
-    """A second process of ``BackgroundRules`` (a ``Worker``): the rules (of one chain), then
-    each row of that chain no other process has taken, then None."""
+                chain: int | None, index: int, folder: str, show: bool, tuning: dict[str, Any], processes: int) -> None:
+    """A second process of ``BackgroundRules`` (a ``Worker``, one of ``processes`` with the
+    caller, each on its share of the cores): the rules (of one chain), then each row of that
+    chain no other process has taken, then None."""
     from drl_ac.cli import progress_printer
 
     say = progress_printer(quiet=not show)
-    if tuned is None:
-        tuned = tune_rules(spec, seed, budget, say, **tuning, **({} if chain is None else {"chain": chain}))
-    send(tuned)
-    claims = Claims(folder)
-    while claims.measure_free(index, tuned, spec, seed, budget, lambda name, row: send((name, row))):
-        pass
+    with sharing_cores(processes):
+        if tuned is None:
+            tuned = tune_rules(spec, seed, budget, say, **tuning, **({} if chain is None else {"chain": chain}))
+        send(tuned)
+        claims = Claims(folder)
+        while claims.measure_free(index, tuned, spec, seed, budget, lambda name, row: send((name, row))):
+            pass
     send(None)

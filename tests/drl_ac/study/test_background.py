@@ -122,7 +122,7 @@ def test_a_row_is_claimed_once_and_a_process_measures_only_the_rows_no_other_too
     spec = load_spec("mmc_c1")
     tuned = study.tune_rules(spec, 3, "smoke")
     sent = []
-    _rules_into(sent.append, spec, 3, "smoke", tuned, None, 0, str(tmp_path), False, {})
+    _rules_into(sent.append, spec, 3, "smoke", tuned, None, 0, str(tmp_path), False, {}, 2)
     names = list(tuned)
     assert len(names) >= 3 and sent[0] is tuned and sent[-1] is None
     assert [name for name, _ in sent[1:-1]] == [names[0], *names[2:]]  # row 1 was taken above

@@ -12,13 +12,21 @@ import os
 import subprocess
 import sys
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from envs import Engine, NetworkSpec, load_spec
-from envs.compiled import ENGINE_VAR, THREADS_VAR, default_engine, use_engine
+from envs.compiled import (
+    ENGINE_VAR,
+    THREADS_VAR,
+    default_engine,
+    sharing_cores,
+    threads,
+    use_engine,
+)
 from envs.kernels import exit_buffers
 
 FCFS_NETWORKS = ["paper_tandem", "paper_acyclic", "tandem", "acyclic", "mmc_c1", "mmc_c3", "mmc_c5_overload",
@@ -107,6 +115,24 @@ def test_the_engine_setting(monkeypatch):
     assert Engine(load_spec("paper_tandem"), 2, seed=0).engine == "numpy"
     with pytest.raises(ValueError, match="engine: unknown engine 'fast'. Fix: use one of numpy, compiled"):
         Engine(load_spec("paper_tandem"), 2, seed=0, engine="fast")
+
+
+def test_processes_that_run_at_once_share_the_cores_unless_the_user_set_the_threads(monkeypatch):
+    """Background rules and the process beside them each take their share (every process on
+    every core oversubscribed them); a user's DRL_AC_THREADS is left as it is."""
+    monkeypatch.delenv(THREADS_VAR, raising=False)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 8)
+    assert threads() == 8
+    with sharing_cores(3):
+        assert threads() == 2
+    assert threads() == 8 and THREADS_VAR not in os.environ
+    with sharing_cores(16):
+        assert threads() == 1
+    monkeypatch.setenv(THREADS_VAR, "5")
+    with sharing_cores(3):
+        assert threads() == 5
+    assert os.environ[THREADS_VAR] == "5"
 
 
 def test_a_process_may_fork_after_running_the_compiled_loop_on_two_threads():
