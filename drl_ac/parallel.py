@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import queue
 import signal
 import sys
 import threading
@@ -136,7 +137,8 @@ def run_jobs(fn: Callable[[dict], Any], jobs: list[dict], workers: int = 1, ray:
 
 class Worker:
     """``fn(*args, **kwargs)`` in another process, started now. With ``stream`` it is called
-    as ``fn(send, *args, **kwargs)`` and may ``send`` several results; else its return value is
+    as ``fn(send, *args, **kwargs)`` and may ``send`` several results (``send`` never waits for
+    this process to read them: ``_Sender``); else its return value is
     the one result. ``recv`` takes the next (``EOFError`` when the process ended without one:
     it failed, was killed, or could not start, e.g. a script read from standard input cannot
     be re-imported by it; ``WorkerFailed``, an ``EOFError``, when it raised or its result could
@@ -205,6 +207,40 @@ class WorkerFailed(EOFError):
     results; the message holds the traceback."""
 
 
+class _Sender:
+    """A streaming function's results sent by a thread of their own, so that its work never
+    waits for the caller to read them (a pipe holds 64 KiB on Linux, 8 KiB on Windows: the
+    rules' rows, sent while the caller trained, filled it and stopped the measuring). On the
+    way out the thread sends what is queued, unless the process is being stopped (a cancel:
+    the caller reads no more)."""
+
+    _END = object()
+
+    def __init__(self, conn: Any):
+        self.conn, self.items, self.failed = conn, queue.SimpleQueue(), None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Callable[[Any], None]:
+        self.thread.start()
+        return self.items.put
+
+    def _run(self) -> None:
+        while (item := self.items.get()) is not self._END:
+            try:
+                self.conn.send(item)
+            except BaseException as exc:  # noqa: BLE001 - raised in the function's thread on the way out
+                self.failed = exc
+                return
+
+    def __exit__(self, kind: type | None, *rest: Any) -> None:
+        if kind is not None and not issubclass(kind, Exception):  # SystemExit (a cancel), KeyboardInterrupt
+            return
+        self.items.put(self._END)
+        self.thread.join()
+        if self.failed is not None and kind is None:
+            raise self.failed
+
+
 def _serve(send: Any, fn: Callable[..., Any], args: tuple, kwargs: dict, stream: bool,
            environ: dict[str, str], streams: list[tuple[int, int]]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -212,7 +248,8 @@ def _serve(send: Any, fn: Callable[..., Any], args: tuple, kwargs: dict, stream:
     _adopt(environ, streams)
     try:
         if stream:
-            fn(send.send, *args, **kwargs)
+            with _Sender(send) as put:
+                fn(put, *args, **kwargs)
         else:
             send.send(fn(*args, **kwargs))
     except Exception:  # noqa: BLE001 - the caller gets the failure as its result

@@ -79,19 +79,21 @@ def threads() -> int:
 @contextmanager
 def sharing_cores(processes: int) -> Iterator[None]:
     """Engines built inside take this process's share of the cores while ``processes``
-    processes (this one included) run compiled loops at once: ``$DRL_AC_THREADS`` set to the
-    cores over ``processes`` (at least 1), unless the user set it. Each process on every core
+    processes (this one included) run compiled loops at once: ``$DRL_AC_THREADS`` set to
+    ``threads()`` over ``processes`` (at least 1), unless the user set it. Each process on every core
     oversubscribes them, and the threads of one spin while another's run: train.py on
     redundancy_ps, its rules measured by this process and two others, took 3 min 36 s that
     way, 85 s of it system time (2 min 46 s sharing)."""
     if os.environ.get(THREADS_VAR):
         yield
         return
-    os.environ[THREADS_VAR] = str(max(1, int(numba.config.NUMBA_NUM_THREADS) // max(1, processes)))
+    before = numba.get_num_threads()
+    os.environ[THREADS_VAR] = str(max(1, threads() // max(1, processes)))
     try:
         yield
     finally:
         os.environ.pop(THREADS_VAR, None)
+        numba.set_num_threads(before)  # engines built before, run after
 
 
 class Kernel(Protocol):

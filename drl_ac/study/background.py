@@ -3,9 +3,9 @@
 The rules and their measures do not depend on the learned policy, so on a machine with a
 spare core they are done while the learner trains or is measured. A system whose families
 form independent chains (``drl_ac.rules.chains``: a cell's thresholds and guards, redundancy's
-fixed d and own-server threshold) gets a process per chain. Once a chain is tuned, its rows
-are measured by whichever process is free (``Claims``): the chain's own, another chain's that
-is done, or this one once its own work is done. Each chain tuned and measured its own rows
+fixed d and own-server threshold) gets a process per chain. Once a chain is tuned, each of its
+rows is measured by whichever process takes it first (``Claims``): the chain's own, or this one
+once its own work is done (it helps every chain). Each chain tuned and measured its own rows
 before, and the quick evaluate of redundancy_ps at load 0.9 then waited 190 s for one chain's
 two long rows (d = 1 and the load threshold, 128,000 decisions per instance each) while this
 process and the other chain were idle. The same seed gives the same rows whichever process

@@ -26,6 +26,12 @@ def count_to(send, n: int) -> None:
         send(i)
 
 
+def send_then_mark(send, chunks: int, marker: str) -> None:
+    for _ in range(chunks):
+        send(b"x" * 100_000)
+    open(marker, "w").close()  # its work is done, whether or not the caller has read
+
+
 def crash() -> None:
     os._exit(3)
 
@@ -95,6 +101,22 @@ def test_a_worker_streams_its_results_and_reports_a_death_without_one():
     dead.process.join(10)  # its pipe closes as it exits; the exit code is there once it is reaped
     assert dead.ready() and dead.process.exitcode == 3
     dead.cancel()
+
+
+def test_a_streaming_worker_goes_on_while_its_caller_reads_nothing(tmp_path):
+    """Results wait in a queue of the worker's, not in the pipe (64 KiB on Linux): the rules'
+    rows, sent while the caller trained, filled it and stopped the measuring."""
+    marker = tmp_path / "done"
+    w = Worker(send_then_mark, 5, str(marker), stream=True)
+    for _ in range(300):
+        if marker.exists():
+            break
+        time.sleep(0.1)
+    assert marker.exists()  # 500 kB sent, nothing read yet
+    assert [len(w.recv()) for _ in range(5)] == [100_000] * 5
+    with pytest.raises(EOFError):
+        w.recv()
+    w.cancel()
 
 
 def test_a_cancelled_worker_stops_at_once():
